@@ -1,0 +1,43 @@
+# Switchboard's build. One fixed build-tag set (none) so the cgo build of
+# go-sqlite3 is compiled once per mode (plain and -race) and cached.
+
+GO          ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BIN         := bin/switchboard
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+export CGO_ENABLED := 1
+
+.PHONY: all build run test lint bench deps browser clean
+
+all: build
+
+deps:
+	$(GO) mod download
+
+build: deps
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/switchboard
+
+# Starts the gateway on the example configuration in this directory; the
+# web widget is at http://127.0.0.1:8080. No secrets needed.
+run: build
+	./$(BIN) serve --config .
+
+# Every test, with the race detector. Browser tests need Debian's chromium,
+# which scripts/ensure-chromium.sh installs when it is missing.
+test: deps browser
+	$(GO) test -race -count=1 -timeout 14m ./...
+
+browser:
+	@scripts/ensure-chromium.sh
+
+lint: deps
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin

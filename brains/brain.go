@@ -1,0 +1,115 @@
+// Package brains defines the contract between the gateway and whatever
+// produces a bot's replies: a scripted rule set, an agent CLI, or a model
+// server. The gateway builds a Turn for each message that needs an answer
+// and hands it to the bot's Brain; implementations live in sub-packages
+// (script, exec, openai) and know nothing of platforms or storage.
+package brains
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Brain turns one Turn into one Reply.
+//
+// Reply is called for at most one turn of a given session at a time, but
+// turns of different sessions run concurrently, so implementations must be
+// safe for concurrent use. Reply must return when ctx ends; the gateway
+// bounds every turn with the brain's timeout through ctx. An error means
+// the turn produced nothing usable: the gateway apologises to the user on
+// the bot's behalf and logs the error, so the error text may be detailed
+// but must not contain secrets.
+type Brain interface {
+	Reply(ctx context.Context, turn Turn) (Reply, error)
+}
+
+// Turn is everything a brain may use to answer one message.
+type Turn struct {
+	// SessionID is the gateway's stable ID for the (bot, scope) session.
+	SessionID string
+	// ResumeID is the brain's own session handle stored after an earlier
+	// turn (Reply.ResumeID); empty on a session's first turn.
+	ResumeID string
+	// Bot is the bot that answers.
+	Bot Bot
+	// User is the person the turn answers, resolved through identity.
+	User User
+	// Platform is where the message came from: web, telegram, discord,
+	// cli or api.
+	Platform string
+	// Group is true when the message was said in a group chat.
+	Group bool
+	// Text is the message the bot answers, with any address to the bot
+	// stripped. On a delegated turn it is the task.
+	Text string
+	// History holds the session's earlier messages, oldest first, not
+	// including Text.
+	History []Entry
+	// GroupHistory holds recent messages of the group chat, oldest first,
+	// when the turn happens in a group.
+	GroupHistory []Entry
+	// Delegation is set when the turn is a task handed over by another bot.
+	Delegation *Delegation
+	// Prompt is the assembled prompt text (persona, context blocks,
+	// history) for brains that talk to a model; rule-based brains may
+	// ignore it.
+	Prompt string
+}
+
+// Bot describes the answering bot.
+type Bot struct {
+	ID      string
+	Name    string
+	Persona string
+}
+
+// User describes the person a turn answers.
+type User struct {
+	// ID is the master user ID, or the platform ID for unlisted users and
+	// public bots.
+	ID   string
+	Name string
+}
+
+// Entry is one message of history.
+type Entry struct {
+	// Kind is "human", "bot" or "system".
+	Kind string
+	// From is the display name of the speaker.
+	From string
+	Text string
+	Time time.Time
+}
+
+// Delegation describes a task handed to the bot by another bot.
+type Delegation struct {
+	ID     string
+	From   string // the delegating bot's display name
+	FromID string // the delegating bot's ID
+	Task   string
+	Depth  int
+	Inputs []Artifact
+}
+
+// Reply is what a brain says back.
+type Reply struct {
+	Text string
+	// Artifacts are files the turn produced, stored with the reply.
+	Artifacts []Artifact
+	// ResumeID, when not empty, replaces the session's stored resume
+	// handle for the next turn.
+	ResumeID string
+}
+
+// Artifact is a named piece of content a turn consumed or produced.
+type Artifact struct {
+	ID        string
+	Name      string
+	MediaType string
+	Content   []byte
+}
+
+// ErrEmptyReply is returned by a brain that produced no text and no
+// artifacts.
+var ErrEmptyReply = errors.New("brain produced an empty reply")

@@ -1,0 +1,222 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/brains"
+)
+
+// This file holds what a template sees. The types are unexported so the
+// template surface is exactly the documented one (SPEC §6) and not
+// whatever brains.Turn grows into; their fields and methods are exported
+// only because text/template can reach nothing else.
+
+// data is the dot of every template a rule executes.
+type data struct {
+	// Text is the message; on a delegated turn, the task.
+	Text     string
+	User     person
+	Bot      person
+	Platform string
+	Group    bool
+	History  []entry
+	// Delegation is nil unless the turn was handed over by another bot,
+	// so {{if .Delegation}} and {{with .Delegation}} test for it.
+	Delegation *delegation
+	// Match holds the winning rule's submatches, index 0 the whole match;
+	// it is empty for the default reply.
+	Match []string
+}
+
+// person is a user or a bot: .ID and .Name.
+type person struct {
+	ID   string
+	Name string
+}
+
+// entry is one earlier message of the session.
+type entry struct {
+	Kind string // human, bot or system
+	From string
+	Text string
+	Time time.Time
+}
+
+// input is an artifact handed over with a delegation; Content is text so
+// templates can print it.
+type input struct {
+	ID        string
+	Name      string
+	MediaType string
+	Content   string
+}
+
+// errNotDelegated is what a template gets for reaching into .Delegation on
+// a turn that is not delegated.
+var errNotDelegated = errors.New("the turn is not delegated: .Delegation is nil; guard with {{if .Delegation}} or {{with .Delegation}}")
+
+// delegation exposes the hand-off through methods rather than fields.
+// text/template calls a method even on a nil pointer receiver, so
+// {{.Delegation.Task}} on an ordinary turn fails with errNotDelegated
+// instead of text/template's terse "nil pointer evaluating" message,
+// while {{if .Delegation}} still sees nil and is false.
+type delegation struct {
+	d      brains.Delegation
+	inputs []input
+}
+
+// ID is the delegation record's ID.
+func (d *delegation) ID() (string, error) {
+	if d == nil {
+		return "", errNotDelegated
+	}
+	return d.d.ID, nil
+}
+
+// From is the delegating bot's display name.
+func (d *delegation) From() (string, error) {
+	if d == nil {
+		return "", errNotDelegated
+	}
+	return d.d.From, nil
+}
+
+// FromID is the delegating bot's ID.
+func (d *delegation) FromID() (string, error) {
+	if d == nil {
+		return "", errNotDelegated
+	}
+	return d.d.FromID, nil
+}
+
+// Task is the task the delegating bot handed over.
+func (d *delegation) Task() (string, error) {
+	if d == nil {
+		return "", errNotDelegated
+	}
+	return d.d.Task, nil
+}
+
+// Depth is how many hand-offs led to this turn, 1 for a direct one.
+func (d *delegation) Depth() (int, error) {
+	if d == nil {
+		return 0, errNotDelegated
+	}
+	return d.d.Depth, nil
+}
+
+// Inputs are the artifacts handed over with the task.
+func (d *delegation) Inputs() ([]input, error) {
+	if d == nil {
+		return nil, errNotDelegated
+	}
+	return d.inputs, nil
+}
+
+// newData builds a template's dot from a turn and the winning rule's
+// submatches.
+func newData(t brains.Turn, match []string) *data {
+	dt := &data{
+		Text:     turnText(t),
+		User:     person{ID: t.User.ID, Name: t.User.Name},
+		Bot:      person{ID: t.Bot.ID, Name: t.Bot.Name},
+		Platform: t.Platform,
+		Group:    t.Group,
+		Match:    match,
+	}
+	if len(t.History) > 0 {
+		dt.History = make([]entry, len(t.History))
+		for i, e := range t.History {
+			dt.History[i] = entry{Kind: e.Kind, From: e.From, Text: e.Text, Time: e.Time}
+		}
+	}
+	if t.Delegation != nil {
+		dl := &delegation{d: *t.Delegation}
+		for _, a := range t.Delegation.Inputs {
+			dl.inputs = append(dl.inputs, input{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Content: string(a.Content)})
+		}
+		dt.Delegation = dl
+	}
+	return dt
+}
+
+// turnText is the text rules match: the message, or on a delegated turn
+// whose Text the gateway left empty, the task.
+func turnText(t brains.Turn) string {
+	if t.Text == "" && t.Delegation != nil {
+		return t.Delegation.Task
+	}
+	return t.Text
+}
+
+// funcs are the helpers every template may call besides text/template's
+// builtins (len, index, printf, ...).
+var funcs = template.FuncMap{
+	"lower": strings.ToLower,
+	"upper": strings.ToUpper,
+	"trim":  strings.TrimSpace,
+	"join":  strings.Join,
+}
+
+// parse compiles one template of the config. The template takes the last
+// part of the field's path as its name, so text/template's own messages
+// ("template: reply:1: ...") do not repeat what FieldError says.
+func parse(field, text string) (*template.Template, error) {
+	name := field[strings.LastIndexByte(field, '.')+1:]
+	tmpl, err := template.New(name).Funcs(funcs).Parse(text)
+	if err != nil {
+		return nil, &FieldError{Field: field, Err: err}
+	}
+	return tmpl, nil
+}
+
+// execute runs tmpl on dt, naming field in the error. Execution stops at
+// the template's next write once ctx ends, so a runaway template (deep
+// {{template}} recursion, say) cannot hold a turn past its timeout.
+func execute(ctx context.Context, field string, tmpl *template.Template, dt *data) (string, error) {
+	w := &ctxWriter{ctx: ctx}
+	if err := tmpl.Execute(w, dt); err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", &FieldError{Field: field, Err: err}
+	}
+	return w.b.String(), nil
+}
+
+// ctxWriter collects a template's output until its context ends.
+type ctxWriter struct {
+	ctx context.Context
+	b   strings.Builder
+}
+
+// Write appends p, or fails with the context's error once it has ended.
+func (w *ctxWriter) Write(p []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.b.Write(p)
+}
+
+// FieldError reports a rule field that does not compile in New, or a
+// template that fails to execute in Reply. Field is the path of the field
+// in the brain's config, such as "rules[2].match", "default" or
+// "rules[0].artifacts[1].content", so a config checker can prefix it with
+// where the brain sits.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+// Error returns "script: FIELD: cause".
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("script: %s: %v", e.Field, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *FieldError) Unwrap() error { return e.Err }

@@ -1,0 +1,230 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/identity"
+)
+
+// Errors returned by Deliver and the Host methods.
+var (
+	// ErrStopped: the gateway no longer takes intake (shutting down).
+	ErrStopped = errors.New("gateway: stopped")
+	// ErrUnknownBot: the event or request names a bot that is not
+	// configured on that platform.
+	ErrUnknownBot = errors.New("unknown bot")
+)
+
+// Options configure a Gateway.
+type Options struct {
+	Store  Store
+	Logger *slog.Logger
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Gateway is the pipeline of SPEC §1: it stores each event, resolves its
+// sender, decides which bots answer, queues their turns per session, runs
+// the brains and hands replies to the outbox.
+//
+// Its configuration (the roster of bots and the user directory) is swapped
+// atomically by SetRoster and SetDirectory while it runs.
+type Gateway struct {
+	store  Store
+	log    *slog.Logger
+	now    func() time.Time
+	roster atomic.Pointer[Roster]
+	users  atomic.Pointer[identity.Directory]
+
+	platformsMu sync.RWMutex
+	platforms   map[string]Platform
+
+	queues *queues
+	outbox *outbox
+
+	stopped atomic.Bool
+	// turnCtx is the parent of every brain turn; cancelled when the drain
+	// deadline passes.
+	turnCtx    context.Context
+	cancelTurn context.CancelFunc
+}
+
+// New returns a gateway over opts.Store. Call Start before Deliver.
+func New(opts Options) *Gateway {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	g := &Gateway{
+		store:     opts.Store,
+		log:       opts.Logger,
+		now:       opts.Now,
+		platforms: make(map[string]Platform),
+	}
+	g.turnCtx, g.cancelTurn = context.WithCancel(context.Background())
+	g.roster.Store(NewRoster(nil))
+	g.users.Store(&identity.Directory{})
+	g.queues = newQueues(g.runTurn)
+	g.outbox = newOutbox(g.store, g.log, g.platform)
+	return g
+}
+
+// SetRoster publishes a new set of bots; turns already running finish with
+// the bot they started with.
+func (g *Gateway) SetRoster(r *Roster) { g.roster.Store(r) }
+
+// Roster returns the bots in force.
+func (g *Gateway) Roster() *Roster { return g.roster.Load() }
+
+// SetDirectory publishes a new user directory.
+func (g *Gateway) SetDirectory(d *identity.Directory) { g.users.Store(d) }
+
+// Directory returns the user directory in force.
+func (g *Gateway) Directory() *identity.Directory { return g.users.Load() }
+
+// AddPlatform registers p for outbound delivery. Platforms are added before
+// Start.
+func (g *Gateway) AddPlatform(p Platform) {
+	g.platformsMu.Lock()
+	defer g.platformsMu.Unlock()
+	g.platforms[p.Name()] = p
+}
+
+func (g *Gateway) platform(name string) (Platform, bool) {
+	g.platformsMu.RLock()
+	defer g.platformsMu.RUnlock()
+	p, ok := g.platforms[name]
+	return p, ok
+}
+
+// Start resumes the work a previous run left: turns not yet answered and
+// replies not yet delivered.
+func (g *Gateway) Start(ctx context.Context) error {
+	turns, err := g.store.PendingTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway start: %w", err)
+	}
+	for _, t := range turns {
+		g.queues.push(t)
+	}
+	pending, err := g.store.PendingOutbox(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway start: %w", err)
+	}
+	for _, o := range pending {
+		g.outbox.enqueue(o)
+	}
+	if len(turns)+len(pending) > 0 {
+		g.log.Info("resumed unfinished work", "turns", len(turns), "outbox", len(pending))
+	}
+	return nil
+}
+
+// StopIntake makes Deliver refuse new events.
+func (g *Gateway) StopIntake() { g.stopped.Store(true) }
+
+// Drain stops intake and waits until the session queues are empty or ctx
+// ends; turns still queued then stay stored and run on the next start.
+// Running turns are cancelled when ctx ends.
+func (g *Gateway) Drain(ctx context.Context) error {
+	g.StopIntake()
+	err := g.queues.drain(ctx)
+	g.cancelTurn()
+	g.queues.wait()
+	return err
+}
+
+// Flush waits until the outbox has nothing it can deliver now, or ctx
+// ends, then stops its workers. Undelivered entries stay stored.
+func (g *Gateway) Flush(ctx context.Context) error {
+	return g.outbox.close(ctx)
+}
+
+// QueueDepth is the number of turns waiting or running.
+func (g *Gateway) QueueDepth() int64 { return g.queues.depth.Load() }
+
+// Deliver is the pipeline's entry (Host.Deliver).
+func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
+	if g.stopped.Load() {
+		return Receipt{}, ErrStopped
+	}
+	if err := ev.Validate(); err != nil {
+		return Receipt{}, err
+	}
+	if ev.Time.IsZero() {
+		ev.Time = g.now()
+	}
+	roster := g.roster.Load()
+	if ev.Bot != "" {
+		if _, ok := roster.Bot(ev.Bot); !ok {
+			return Receipt{}, fmt.Errorf("deliver: %w: %q", ErrUnknownBot, ev.Bot)
+		}
+	}
+	user := g.resolve(ev.Sender, ev.Bot, roster)
+
+	var candidates []string
+	if ev.ChatType == ChatGroup {
+		if ev.Bot != "" {
+			candidates = []string{ev.Bot}
+		} else {
+			var err error
+			candidates, err = g.store.EnsureRoom(ctx, ev.Platform, ev.ChatID, ev.Sender.PlatformID, botIDs(roster, ev.Platform))
+			if err != nil {
+				return Receipt{}, fmt.Errorf("deliver: %w", err)
+			}
+		}
+	}
+	var turns []TurnRequest
+	if !ev.Sender.IsBot {
+		addrs, err := g.addressed(ctx, ev, roster, candidates)
+		if err != nil {
+			return Receipt{}, fmt.Errorf("deliver: %w", err)
+		}
+		for _, a := range addrs {
+			turns = append(turns, TurnRequest{Session: g.sessionKey(ev, a.bot, user.ID), Text: a.text})
+		}
+	}
+
+	res, err := g.store.AppendInbound(ctx, Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns})
+	if err != nil {
+		return Receipt{}, fmt.Errorf("deliver: %w", err)
+	}
+	if !res.Duplicate {
+		for _, t := range res.Turns {
+			g.queues.push(t)
+		}
+	}
+	return Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate}, nil
+}
+
+// resolve maps the sender to a user. Public bots see raw platform IDs.
+func (g *Gateway) resolve(s Sender, bot string, roster *Roster) UserRef {
+	if b, ok := roster.Bot(bot); ok && b.Public {
+		return UserRef{ID: s.PlatformID, Name: s.Name}
+	}
+	u, listed := g.users.Load().Resolve(s.PlatformID)
+	if !listed || u.Name == "" {
+		return UserRef{ID: u.ID, Name: s.Name}
+	}
+	return UserRef{ID: u.ID, Name: u.Name}
+}
+
+// sessionKey keys b's session for an event: (bot, user) in private chats
+// and user-scoped groups, (bot, group chat) in group-scoped ones.
+func (g *Gateway) sessionKey(ev Event, b *Bot, userID string) SessionKey {
+	if ev.ChatType == ChatGroup && b.SessionScope == ScopeGroup {
+		return SessionKey{Bot: b.ID, Scope: ScopeGroup, ScopeID: ev.Platform + ":" + ev.ChatID}
+	}
+	if b.Public {
+		userID = ev.Sender.PlatformID
+	}
+	return SessionKey{Bot: b.ID, Scope: ScopeUser, ScopeID: userID}
+}

@@ -1,0 +1,139 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/store"
+)
+
+// brainFunc adapts a function to brains.Brain.
+type brainFunc func(context.Context, brains.Turn) (brains.Reply, error)
+
+func (f brainFunc) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) { return f(ctx, t) }
+
+// echo answers "<bot>: <text>".
+var echo = brainFunc(func(_ context.Context, t brains.Turn) (brains.Reply, error) {
+	return brains.Reply{Text: t.Bot.ID + ": " + t.Text}, nil
+})
+
+// recorder is a fake platform that records what it is asked to send.
+type recorder struct {
+	name string
+	mu   sync.Mutex
+	sent []gateway.Outbound
+	// fail, when set, decides the error of each Send.
+	fail func(gateway.Outbound) error
+	ch   chan gateway.Outbound
+}
+
+func newRecorder(name string) *recorder {
+	return &recorder{name: name, ch: make(chan gateway.Outbound, 10000)}
+}
+
+func (r *recorder) Name() string { return r.name }
+
+func (r *recorder) Run(ctx context.Context, _ gateway.Host) error { <-ctx.Done(); return nil }
+
+func (r *recorder) Send(_ context.Context, m gateway.Outbound) (string, error) {
+	if r.fail != nil {
+		if err := r.fail(m); err != nil {
+			return "", err
+		}
+	}
+	r.mu.Lock()
+	r.sent = append(r.sent, m)
+	r.mu.Unlock()
+	r.ch <- m
+	return fmt.Sprint(m.MessageID), nil
+}
+
+func (r *recorder) all() []gateway.Outbound {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]gateway.Outbound(nil), r.sent...)
+}
+
+// next waits for the next sent message.
+func (r *recorder) next(t *testing.T) gateway.Outbound {
+	t.Helper()
+	select {
+	case m := <-r.ch:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("timed out waiting for a reply")
+		return gateway.Outbound{}
+	}
+}
+
+// harness is a gateway on a real store in a temp dir.
+type harness struct {
+	t     *testing.T
+	path  string
+	store *store.SQLite
+	gw    *gateway.Gateway
+	plat  *recorder
+}
+
+func newHarness(t *testing.T, bots ...*gateway.Bot) *harness {
+	t.Helper()
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: newRecorder("web")}
+	h.open(bots...)
+	return h
+}
+
+func (h *harness) open(bots ...*gateway.Bot) {
+	h.t.Helper()
+	s, err := store.Open(context.Background(), h.path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.store = s
+	h.gw = gateway.New(gateway.Options{Store: s})
+	h.gw.SetRoster(gateway.NewRoster(bots))
+	h.gw.AddPlatform(h.plat)
+	if err := h.gw.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(h.close)
+}
+
+// close stops the gateway and the store (idempotent).
+func (h *harness) close() {
+	if h.store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h.gw.Drain(ctx)
+	h.gw.Flush(ctx)
+	h.store.Close()
+	h.store = nil
+}
+
+func bot(id string, b brains.Brain) *gateway.Bot {
+	return &gateway.Bot{ID: id, Name: id, Brain: b, Platforms: []string{"web"}, SessionScope: gateway.ScopeUser, Timeout: 5 * time.Second}
+}
+
+// private is a private web message from user to bot.
+func private(user, botID, msgID, text string) gateway.Event {
+	return gateway.Event{
+		Platform: "web", Bot: botID, ChatID: gateway.PrivateChatID(user, botID), ChatType: gateway.ChatPrivate,
+		MessageID: msgID, Sender: gateway.Sender{PlatformID: user, Name: user}, Text: text,
+	}
+}
+
+func (h *harness) deliver(ev gateway.Event) gateway.Receipt {
+	h.t.Helper()
+	r, err := h.gw.Deliver(context.Background(), ev)
+	if err != nil {
+		h.t.Fatalf("deliver %s: %v", ev.MessageID, err)
+	}
+	return r
+}

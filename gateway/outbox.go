@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Outbox delivery policy.
+const (
+	maxAttempts = 8
+	baseBackoff = 500 * time.Millisecond
+	maxBackoff  = 30 * time.Second
+)
+
+// laneKey orders deliveries: one chat of one bot on one platform gets its
+// messages in the order they were stored.
+type laneKey struct{ platform, bot, chat string }
+
+// lane is the queue of one laneKey. A lane is parked when its platform
+// said the recipient is unreachable; it resumes when woken.
+type lane struct {
+	items   []Outbound
+	running bool
+	parked  bool
+}
+
+// outbox delivers stored replies through their platforms, in order per
+// chat, retrying with backoff and honouring rate-limit waits. Every entry
+// is in the store before it gets here, so a crash loses nothing: Start
+// re-enqueues what was pending.
+type outbox struct {
+	store    Store
+	log      *slog.Logger
+	platform func(string) (Platform, bool)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	lanes   map[laneKey]*lane
+	running int
+}
+
+func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, bool)) *outbox {
+	o := &outbox{store: store, log: log, platform: platform, lanes: make(map[laneKey]*lane)}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	return o
+}
+
+// enqueue adds a stored entry to its lane.
+func (o *outbox) enqueue(m Outbound) {
+	key := laneKey{m.Platform, m.Bot, m.ChatID}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l := o.lanes[key]
+	if l == nil {
+		l = &lane{}
+		o.lanes[key] = l
+	}
+	l.items = append(l.items, m)
+	o.startLocked(key, l)
+}
+
+// wake resumes the parked lanes of the given chats.
+func (o *outbox) wake(platform string, chats []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for key, l := range o.lanes {
+		if key.platform == platform && l.parked && slices.Contains(chats, key.chat) {
+			l.parked = false
+			o.startLocked(key, l)
+		}
+	}
+}
+
+// startLocked starts the lane's worker if it has none. Callers hold mu.
+func (o *outbox) startLocked(key laneKey, l *lane) {
+	if l.running || l.parked || o.ctx.Err() != nil {
+		return
+	}
+	l.running = true
+	o.running++
+	o.wg.Add(1)
+	go o.work(key, l)
+}
+
+// work delivers a lane's entries until it is empty or parked.
+func (o *outbox) work(key laneKey, l *lane) {
+	defer o.wg.Done()
+	for {
+		o.mu.Lock()
+		if len(l.items) == 0 || o.ctx.Err() != nil {
+			if len(l.items) == 0 {
+				delete(o.lanes, key)
+			}
+			l.running = false
+			o.running--
+			o.mu.Unlock()
+			return
+		}
+		m := l.items[0]
+		o.mu.Unlock()
+
+		parked := o.deliver(m)
+
+		o.mu.Lock()
+		if parked {
+			l.parked = true
+			l.running = false
+			o.running--
+			o.mu.Unlock()
+			return
+		}
+		l.items = l.items[1:]
+		o.mu.Unlock()
+	}
+}
+
+// deliver tries one entry until it is sent, failed for good, or the
+// recipient is unreachable (parked is then true and the entry stays
+// pending).
+func (o *outbox) deliver(m Outbound) (parked bool) {
+	log := o.log.With("outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot)
+	for {
+		p, ok := o.platform(m.Platform)
+		if !ok {
+			log.Warn("platform not running; reply kept for later")
+			return true
+		}
+		id, err := p.Send(o.ctx, m)
+		if err == nil {
+			// Recorded even while shutting down, or the reply would be sent
+			// again on the next start.
+			if err := o.store.MarkSent(context.WithoutCancel(o.ctx), m.OutboxID, id); err != nil {
+				log.Error("mark sent", "err", err)
+			}
+			return false
+		}
+		if o.ctx.Err() != nil {
+			return true
+		}
+		var ra *RetryAfterError
+		wait := time.Duration(0)
+		switch {
+		case errors.Is(err, ErrUnreachable):
+			return true
+		case errors.Is(err, ErrPermanent):
+			o.fail(log, m, err)
+			return false
+		case errors.As(err, &ra):
+			wait = ra.After
+		default:
+			m.Attempt++
+			if m.Attempt >= maxAttempts {
+				o.fail(log, m, err)
+				return false
+			}
+			if err := o.store.MarkAttempt(o.ctx, m.OutboxID, err.Error()); err != nil {
+				log.Error("mark attempt", "err", err)
+			}
+			wait = backoff(m.Attempt)
+		}
+		log.Info("delivery retry", "attempt", m.Attempt, "wait", wait, "err", err)
+		select {
+		case <-o.ctx.Done():
+			return true
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (o *outbox) fail(log *slog.Logger, m Outbound, err error) {
+	log.Error("delivery failed; kept in outbox as failed", "attempts", m.Attempt, "err", err)
+	if err := o.store.MarkFailed(o.ctx, m.OutboxID, err.Error()); err != nil {
+		log.Error("mark failed", "err", err)
+	}
+}
+
+// backoff is the wait before retry n (1-based): exponential with jitter.
+func backoff(n int) time.Duration {
+	d := baseBackoff << min(n-1, 10)
+	d = min(d, maxBackoff)
+	return d/2 + rand.N(d/2+1)
+}
+
+// close waits until no lane is delivering or ctx ends, then stops every
+// worker. Entries not delivered stay pending in the store.
+func (o *outbox) close(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	var err error
+	for {
+		o.mu.Lock()
+		busy := o.running
+		o.mu.Unlock()
+		if busy == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-t.C:
+			continue
+		}
+		break
+	}
+	o.cancel()
+	o.wg.Wait()
+	return err
+}

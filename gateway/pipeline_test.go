@@ -1,0 +1,299 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+func TestDuplicateEventAnsweredOnce(t *testing.T) {
+	h := newHarness(t, bot("matty", echo))
+	first := h.deliver(private("web-ann", "matty", "m1", "hello"))
+	second := h.deliver(private("web-ann", "matty", "m1", "hello"))
+	if first.Duplicate || !second.Duplicate {
+		t.Fatalf("duplicate flags = %v, %v; want false, true", first.Duplicate, second.Duplicate)
+	}
+	if first.MessageID != second.MessageID {
+		t.Errorf("duplicate receipt names message %d, want the original %d", second.MessageID, first.MessageID)
+	}
+	if got := h.plat.next(t).Text; got != "matty: hello" {
+		t.Errorf("reply = %q", got)
+	}
+	// The same message ID in another chat is a different message.
+	h.deliver(private("web-bob", "matty", "m1", "hi"))
+	h.plat.next(t)
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.plat.all()); n != 2 {
+		t.Errorf("sent %d replies, want 2", n)
+	}
+}
+
+func TestSessionRunsOneTurnAtATimeInOrder(t *testing.T) {
+	var inside, maxInside atomic.Int32
+	var mu sync.Mutex
+	var seen []string
+	slow := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		n := inside.Add(1)
+		defer inside.Add(-1)
+		for {
+			m := maxInside.Load()
+			if n <= m || maxInside.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		mu.Lock()
+		seen = append(seen, tr.Text)
+		mu.Unlock()
+		time.Sleep(2 * time.Millisecond)
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	})
+	h := newHarness(t, bot("matty", slow))
+
+	const n = 40
+	// Concurrent writers into one session: the store's order is the
+	// arrival order, and the replies must follow it.
+	var wg sync.WaitGroup
+	var order sync.Map
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := h.deliver(private("web-ann", "matty", fmt.Sprint("m", i), fmt.Sprint("msg ", i)))
+			order.Store(r.MessageID, fmt.Sprint("msg ", i))
+		}()
+	}
+	wg.Wait()
+	var replies []gateway.Outbound
+	for range n {
+		replies = append(replies, h.plat.next(t))
+	}
+	if maxInside.Load() != 1 {
+		t.Errorf("at most %d turns ran at once in one session, want 1", maxInside.Load())
+	}
+	// Replies arrive in the order the messages were stored.
+	var prev int64
+	for i, r := range replies {
+		if r.MessageID <= prev {
+			t.Fatalf("reply %d out of order", i)
+		}
+		prev = r.MessageID
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(seen); i++ {
+		a, b := idOf(&order, seen[i-1]), idOf(&order, seen[i])
+		if a > b {
+			t.Fatalf("brain saw %q (message %d) before %q (message %d)", seen[i-1], a, seen[i], b)
+		}
+	}
+}
+
+func idOf(order *sync.Map, text string) int64 {
+	var id int64
+	order.Range(func(k, v any) bool {
+		if v == text {
+			id = k.(int64)
+			return false
+		}
+		return true
+	})
+	return id
+}
+
+func TestSessionsRunInParallel(t *testing.T) {
+	const sessions = 4
+	var arrived sync.WaitGroup
+	arrived.Add(sessions)
+	release := make(chan struct{})
+	barrier := brainFunc(func(ctx context.Context, tr brains.Turn) (brains.Reply, error) {
+		arrived.Done()
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return brains.Reply{}, ctx.Err()
+		}
+		return brains.Reply{Text: "done"}, nil
+	})
+	h := newHarness(t, bot("matty", barrier))
+	for i := range sessions {
+		user := fmt.Sprint("web-u", i)
+		h.deliver(private(user, "matty", "m", "go"))
+	}
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	select {
+	case <-all:
+		close(release)
+	case <-time.After(5 * time.Second):
+		t.Fatal("turns of different sessions did not run at the same time")
+	}
+	for range sessions {
+		h.plat.next(t)
+	}
+}
+
+func TestBrainFailureApologises(t *testing.T) {
+	broken := brainFunc(func(context.Context, brains.Turn) (brains.Reply, error) {
+		return brains.Reply{}, errors.New("model on fire")
+	})
+	b := bot("finn", broken)
+	b.Name = "Finn Shipley"
+	h := newHarness(t, b)
+	h.deliver(private("web-ann", "finn", "m1", "build it"))
+	got := h.plat.next(t).Text
+	if !strings.Contains(got, "Finn Shipley") || !strings.Contains(strings.ToLower(got), "sorry") {
+		t.Errorf("apology = %q; want one naming Finn Shipley", got)
+	}
+	// The session goes on.
+	h.deliver(private("web-ann", "finn", "m2", "again"))
+	h.plat.next(t)
+}
+
+func TestBrainTimeoutApologises(t *testing.T) {
+	hang := brainFunc(func(ctx context.Context, _ brains.Turn) (brains.Reply, error) {
+		<-ctx.Done()
+		return brains.Reply{}, ctx.Err()
+	})
+	b := bot("finn", hang)
+	b.Timeout = 50 * time.Millisecond
+	h := newHarness(t, b)
+	h.deliver(private("web-ann", "finn", "m1", "hi"))
+	if got := h.plat.next(t).Text; !strings.Contains(got, "Sorry") {
+		t.Errorf("reply after timeout = %q", got)
+	}
+}
+
+func TestHistoryReachesBrain(t *testing.T) {
+	var last brains.Turn
+	var mu sync.Mutex
+	rec := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		mu.Lock()
+		last = tr
+		mu.Unlock()
+		return brains.Reply{Text: "ok " + tr.Text}, nil
+	})
+	h := newHarness(t, bot("matty", rec))
+	for i := range 3 {
+		h.deliver(private("web-ann", "matty", fmt.Sprint(i), fmt.Sprint("n", i)))
+		h.plat.next(t)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var got []string
+	for _, e := range last.History {
+		got = append(got, e.Kind+":"+e.Text)
+	}
+	want := "human:n0 bot:ok n0 human:n1 bot:ok n1"
+	if strings.Join(got, " ") != want {
+		t.Errorf("history = %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+func TestUnreachableReplyWaitsForReconnect(t *testing.T) {
+	h := newHarness(t, bot("matty", echo))
+	var online atomic.Bool
+	h.plat.fail = func(gateway.Outbound) error {
+		if !online.Load() {
+			return gateway.ErrUnreachable
+		}
+		return nil
+	}
+	h.deliver(private("web-ann", "matty", "m1", "are you there"))
+	time.Sleep(200 * time.Millisecond)
+	if n := len(h.plat.all()); n != 0 {
+		t.Fatalf("sent %d while unreachable", n)
+	}
+	online.Store(true)
+	h.gw.Reachable("web", gateway.PrivateChatID("web-ann", "matty"))
+	if got := h.plat.next(t).Text; got != "matty: are you there" {
+		t.Errorf("reply = %q", got)
+	}
+}
+
+func TestOutboxRetriesAndHonoursRetryAfter(t *testing.T) {
+	h := newHarness(t, bot("matty", echo))
+	var calls atomic.Int32
+	h.plat.fail = func(gateway.Outbound) error {
+		switch calls.Add(1) {
+		case 1:
+			return errors.New("502 bad gateway")
+		case 2:
+			return &gateway.RetryAfterError{After: 20 * time.Millisecond, Err: errors.New("429")}
+		}
+		return nil
+	}
+	h.deliver(private("web-ann", "matty", "m1", "hi"))
+	h.plat.next(t)
+	time.Sleep(50 * time.Millisecond)
+	if n := len(h.plat.all()); n != 1 || calls.Load() != 3 {
+		t.Errorf("delivered %d times after %d calls; want once after 3", n, calls.Load())
+	}
+}
+
+func TestRestartResumesUnansweredTurns(t *testing.T) {
+	block := make(chan struct{})
+	var started atomic.Bool
+	stuck := brainFunc(func(ctx context.Context, tr brains.Turn) (brains.Reply, error) {
+		started.Store(true)
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return brains.Reply{}, ctx.Err()
+		}
+		return brains.Reply{Text: "late"}, nil
+	})
+	h := newHarness(t, bot("matty", stuck))
+	h.deliver(private("web-ann", "matty", "m1", "first"))
+	h.deliver(private("web-ann", "matty", "m2", "second"))
+	for !started.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	// Shut down while the first turn runs: the drain deadline cancels it.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	h.gw.Drain(ctx)
+	cancel()
+	h.close()
+	if n := len(h.plat.all()); n != 0 {
+		t.Fatalf("sent %d replies before restart", n)
+	}
+
+	h.open(bot("matty", echo))
+	got := []string{h.plat.next(t).Text, h.plat.next(t).Text}
+	if got[0] != "matty: first" || got[1] != "matty: second" {
+		t.Errorf("after restart replies = %q", got)
+	}
+	close(block)
+}
+
+func TestGroupMessageNeedsAddress(t *testing.T) {
+	h := newHarness(t, bot("matty", echo), bot("finn", echo))
+	room := func(id, text string) gateway.Event {
+		return gateway.Event{
+			Platform: "web", ChatID: "lobby", ChatType: gateway.ChatGroup, MessageID: id,
+			Sender: gateway.Sender{PlatformID: "web-ann", Name: "Ann"}, Text: text,
+			Mentions: gateway.ParseMentions(text),
+		}
+	}
+	h.deliver(room("1", "just chatting"))
+	h.deliver(room("2", "@finn and @matty: status?"))
+	got := map[string]string{}
+	for range 2 {
+		r := h.plat.next(t)
+		got[r.Bot] = r.Text
+	}
+	if got["finn"] != "finn: and status?" || got["matty"] != "matty: and status?" {
+		t.Errorf("replies = %q; want one from each bot, address stripped", got)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.plat.all()); n != 2 {
+		t.Errorf("%d replies, want 2", n)
+	}
+}

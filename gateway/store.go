@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store is the gateway's durable memory. Implementations (store/sqlite)
+// must be safe for concurrent use; every method that writes more than one
+// row does so in one transaction, so a crash leaves either all or none of
+// it.
+type Store interface {
+	// AppendInbound stores an inbound message together with the turns it
+	// starts, in one transaction. A message whose (platform, bot, chat,
+	// message ID) was stored before is not stored again: the result then
+	// has Duplicate set and the original message.
+	AppendInbound(ctx context.Context, in Inbound) (InboundResult, error)
+	// BotOfMessage reports which bot wrote the message with the given
+	// platform message ID in a chat, for reply-to addressing.
+	BotOfMessage(ctx context.Context, platform, chatID, platformMsgID string) (bot string, ok bool, err error)
+
+	// PendingTurns lists turns not yet answered, oldest first.
+	PendingTurns(ctx context.Context) ([]TurnRef, error)
+	// LoadTurn loads a pending turn with its session and the session's
+	// history before it (at most historyLimit messages, oldest first).
+	LoadTurn(ctx context.Context, turnID int64, historyLimit int) (TurnData, error)
+	// CompleteTurn stores the reply, links it to the session, queues it in
+	// the outbox and marks the turn done, in one transaction.
+	CompleteTurn(ctx context.Context, c Completion) ([]Outbound, error)
+
+	// PendingOutbox lists undelivered outbox entries, oldest first.
+	PendingOutbox(ctx context.Context) ([]Outbound, error)
+	// MarkSent records a delivery.
+	MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error
+	// MarkAttempt records a failed try that will be retried.
+	MarkAttempt(ctx context.Context, outboxID int64, reason string) error
+	// MarkFailed gives up on an entry, keeping it with the reason.
+	MarkFailed(ctx context.Context, outboxID int64, reason string) error
+
+	// FindSession returns the session for key, if it exists.
+	FindSession(ctx context.Context, key SessionKey) (Session, bool, error)
+	// SessionMessages returns a session's last limit chat messages
+	// (wrappers and system messages excluded), oldest first.
+	SessionMessages(ctx context.Context, sessionID string, limit int) ([]Message, error)
+	// ChatMessages returns a chat's last limit messages, oldest first.
+	ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]Message, error)
+
+	// EnsureRoom creates a group chat if absent (with the given bots as
+	// participants) and adds member. It returns the room's bot IDs.
+	EnsureRoom(ctx context.Context, platform, chatID, member string, bots []string) ([]string, error)
+
+	// Secret returns the named random secret, creating it with n random
+	// bytes on first use. It survives restarts.
+	Secret(ctx context.Context, name string, n int) ([]byte, error)
+	// Close releases the store.
+	Close() error
+}
+
+// ErrNotFound is returned by stores for a missing record.
+var ErrNotFound = errors.New("not found")
+
+// Party is the author of a message.
+type Party struct {
+	// Kind is "human", "bot" or "system".
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// The message kinds. Chat messages are shown to people; wrappers (a
+// delegated task as the target bot sees it) and system messages (results
+// of delegations) live only in sessions.
+const (
+	KindChat    = "chat"
+	KindWrapper = "wrapper"
+	KindSystem  = "system"
+)
+
+// Message is a stored message.
+type Message struct {
+	ID       int64
+	Platform string
+	ChatID   string
+	ChatType ChatType
+	// PlatformMsgID is the platform's ID of the message (set for bot
+	// replies once delivered).
+	PlatformMsgID string
+	Kind          string
+	From          Party
+	// UserID is the resolved user of a human author.
+	UserID   string
+	Bot      string
+	Text     string
+	Mentions []string
+	ReplyTo  string
+	Time     time.Time
+}
+
+// SessionKey identifies a session: one bot's memory of one user, or of one
+// group chat.
+type SessionKey struct {
+	Bot string
+	// Scope is "user" or "group".
+	Scope string
+	// ScopeID is the user ID, or "<platform>:<chat id>" for a group.
+	ScopeID string
+}
+
+// The session scopes.
+const (
+	ScopeUser  = "user"
+	ScopeGroup = "group"
+)
+
+// Session is a stored session.
+type Session struct {
+	ID        string
+	Key       SessionKey
+	ResumeID  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Inbound is what AppendInbound writes.
+type Inbound struct {
+	Event  Event
+	UserID string
+	// UserName is the resolved display name of the sender.
+	UserName string
+	Turns    []TurnRequest
+}
+
+// TurnRequest asks for one bot's answer to an inbound message.
+type TurnRequest struct {
+	Session SessionKey
+	// Text is what the brain sees: the message with the address stripped.
+	Text string
+}
+
+// InboundResult is AppendInbound's answer.
+type InboundResult struct {
+	Message   Message
+	Duplicate bool
+	Turns     []TurnRef
+}
+
+// TurnRef names a queued turn and the session it runs in.
+type TurnRef struct {
+	ID        int64
+	SessionID string
+}
+
+// TurnData is a loaded turn.
+type TurnData struct {
+	Ref     TurnRef
+	Session Session
+	// Message is the message being answered; Text the brain's view of it.
+	Message Message
+	Text    string
+	// History is the session's earlier messages, oldest first.
+	History []Message
+}
+
+// Completion is what CompleteTurn writes.
+type Completion struct {
+	Turn    TurnRef
+	Session string
+	// ResumeID replaces the session's stored resume ID when not empty.
+	ResumeID string
+	// Reply is the bot's message; nil when the turn produced nothing to
+	// say.
+	Reply *Message
+	// Artifacts produced by the turn.
+	Artifacts []ArtifactRecord
+}
+
+// ArtifactRecord is a stored artifact.
+type ArtifactRecord struct {
+	ID        string
+	Name      string
+	MediaType string
+	Size      int64
+	SHA256    string
+	Producer  string
+	Content   []byte
+}

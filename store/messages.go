@@ -1,0 +1,285 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// messageColumns is the select list scanned by scanMessage; queries join
+// messages m with conversations c (left join: session-only messages have
+// no conversation).
+const messageColumns = `m.id, COALESCE(c.platform, ''), COALESCE(c.chat_id, ''), COALESCE(c.kind, ''),
+	m.platform_msg_id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text,
+	m.mentions, m.reply_to, m.created_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanMessage(row scanner) (gateway.Message, error) {
+	var m gateway.Message
+	var chatType, mentions string
+	var at int64
+	err := row.Scan(&m.ID, &m.Platform, &m.ChatID, &chatType, &m.PlatformMsgID, &m.Kind,
+		&m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &mentions, &m.ReplyTo, &at)
+	if err != nil {
+		return m, err
+	}
+	m.ChatType = gateway.ChatType(chatType)
+	if mentions != "" {
+		m.Mentions = strings.Split(mentions, " ")
+	}
+	m.Time = fromMicros(at)
+	return m, nil
+}
+
+func queryMessages(ctx context.Context, db *sql.DB, query string, args ...any) ([]gateway.Message, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []gateway.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+func loadMessage(ctx context.Context, tx *sql.Tx, id int64) (gateway.Message, error) {
+	return scanMessage(tx.QueryRowContext(ctx, `SELECT `+messageColumns+`
+		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`, id))
+}
+
+// ensureConversation returns the conversation's ID, creating it if absent.
+func ensureConversation(ctx context.Context, tx *sql.Tx, platform, chatID string, kind gateway.ChatType, name string, at int64) (id int64, created bool, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT id FROM conversations WHERE platform = ? AND chat_id = ?`, platform, chatID).Scan(&id)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return id, false, err
+	}
+	err = tx.QueryRowContext(ctx, `INSERT INTO conversations (platform, chat_id, kind, name, created_at)
+		VALUES (?, ?, ?, ?, ?) RETURNING id`, platform, chatID, string(kind), name, at).Scan(&id)
+	return id, err == nil, err
+}
+
+func addParticipant(ctx context.Context, tx *sql.Tx, conv int64, kind, id string, at int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO participants (conversation_id, kind, participant_id, joined_at)
+		VALUES (?, ?, ?, ?)`, conv, kind, id, at)
+	return err
+}
+
+// insertMessage stores m (in conversation conv, or none when conv is 0)
+// and returns its ID.
+func insertMessage(ctx context.Context, tx *sql.Tx, conv int64, m gateway.Message) (int64, error) {
+	var convArg any
+	if conv != 0 {
+		convArg = conv
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
+		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
+		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time)).Scan(&id)
+	return id, err
+}
+
+// ensureSession returns the session's ID, creating it if absent.
+func ensureSession(ctx context.Context, tx *sql.Tx, key gateway.SessionKey, at int64) (string, error) {
+	var id string
+	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, bot, scope, scope_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (bot, scope, scope_id) DO UPDATE SET updated_at = excluded.updated_at
+		RETURNING id`, uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at, at).Scan(&id)
+	return id, err
+}
+
+// AppendInbound implements gateway.Store.
+func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.InboundResult, error) {
+	ev := in.Event
+	var res gateway.InboundResult
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res = gateway.InboundResult{}
+		var dup int64
+		err := tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
+			WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
+			ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&dup)
+		if err == nil {
+			res.Duplicate = true
+			res.Message, err = loadMessage(ctx, tx, dup)
+			return err
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+
+		at := micros(ev.Time)
+		conv, _, err := ensureConversation(ctx, tx, ev.Platform, ev.ChatID, ev.ChatType, ev.ChatName, at)
+		if err != nil {
+			return err
+		}
+		if err := addParticipant(ctx, tx, conv, "user", ev.Sender.PlatformID, at); err != nil {
+			return err
+		}
+		if ev.ChatType == gateway.ChatPrivate {
+			if err := addParticipant(ctx, tx, conv, "bot", ev.Bot, at); err != nil {
+				return err
+			}
+		}
+		m := gateway.Message{
+			Platform: ev.Platform, ChatID: ev.ChatID, ChatType: ev.ChatType,
+			PlatformMsgID: ev.MessageID, Kind: gateway.KindChat,
+			From:   gateway.Party{Kind: "human", ID: ev.Sender.PlatformID, Name: in.UserName},
+			UserID: in.UserID, Bot: ev.Bot, Text: ev.Text, ReplyTo: ev.ReplyTo, Time: ev.Time,
+		}
+		if ev.Sender.IsBot {
+			m.From.Kind = "bot"
+		}
+		for _, mn := range ev.Mentions {
+			name := mn.Bot
+			if name == "" {
+				name = mn.Name
+			}
+			m.Mentions = append(m.Mentions, name)
+		}
+		if m.ID, err = insertMessage(ctx, tx, conv, m); err != nil {
+			return err
+		}
+		res.Message = m
+		if _, err := tx.ExecContext(ctx, `INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
+			VALUES (?, ?, ?, ?, ?)`, ev.Platform, ev.Bot, ev.ChatID, ev.MessageID, m.ID); err != nil {
+			return err
+		}
+		for _, t := range in.Turns {
+			sid, err := ensureSession(ctx, tx, t.Session, at)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`, sid, m.ID); err != nil {
+				return err
+			}
+			var tid int64
+			if err := tx.QueryRowContext(ctx, `INSERT INTO turns (session_id, message_id, text, created_at)
+				VALUES (?, ?, ?, ?) RETURNING id`, sid, m.ID, t.Text, at).Scan(&tid); err != nil {
+				return err
+			}
+			res.Turns = append(res.Turns, gateway.TurnRef{ID: tid, SessionID: sid})
+		}
+		return nil
+	})
+	if err != nil {
+		return gateway.InboundResult{}, fmt.Errorf("store: append inbound: %w", err)
+	}
+	return res, nil
+}
+
+// BotOfMessage implements gateway.Store.
+func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsgID string) (string, bool, error) {
+	var bot string
+	err := s.r.QueryRowContext(ctx, `SELECT m.bot FROM messages m JOIN conversations c ON c.id = m.conversation_id
+		WHERE c.platform = ? AND c.chat_id = ? AND m.platform_msg_id = ? AND m.from_kind = 'bot'
+		ORDER BY m.id DESC LIMIT 1`, platform, chatID, platformMsgID).Scan(&bot)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("store: bot of message: %w", err)
+	}
+	return bot, true, nil
+}
+
+// FindSession implements gateway.Store.
+func (s *SQLite) FindSession(ctx context.Context, key gateway.SessionKey) (gateway.Session, bool, error) {
+	row := s.r.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+		FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`, key.Bot, key.Scope, key.ScopeID)
+	sess, err := scanSession(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gateway.Session{}, false, nil
+	}
+	if err != nil {
+		return gateway.Session{}, false, fmt.Errorf("store: find session: %w", err)
+	}
+	return sess, true, nil
+}
+
+func scanSession(row scanner) (gateway.Session, error) {
+	var s gateway.Session
+	var created, updated int64
+	err := row.Scan(&s.ID, &s.Key.Bot, &s.Key.Scope, &s.Key.ScopeID, &s.ResumeID, &created, &updated)
+	s.CreatedAt, s.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return s, err
+}
+
+// SessionMessages implements gateway.Store.
+func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit int) ([]gateway.Message, error) {
+	msgs, err := queryMessages(ctx, s.r, `SELECT * FROM (SELECT `+messageColumns+`
+		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+		LEFT JOIN conversations c ON c.id = m.conversation_id
+		WHERE sm.session_id = ? AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`, sessionID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: session messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// ChatMessages implements gateway.Store.
+func (s *SQLite) ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]gateway.Message, error) {
+	msgs, err := queryMessages(ctx, s.r, `SELECT * FROM (SELECT `+messageColumns+`
+		FROM conversations c JOIN messages m ON m.conversation_id = c.id
+		WHERE c.platform = ? AND c.chat_id = ? AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
+		platform, chatID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: chat messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// EnsureRoom implements gateway.Store.
+func (s *SQLite) EnsureRoom(ctx context.Context, platform, chatID, member string, bots []string) ([]string, error) {
+	var out []string
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		at := micros(timeNow())
+		conv, created, err := ensureConversation(ctx, tx, platform, chatID, gateway.ChatGroup, chatID, at)
+		if err != nil {
+			return err
+		}
+		if created {
+			for _, b := range bots {
+				if err := addParticipant(ctx, tx, conv, "bot", b, at); err != nil {
+					return err
+				}
+			}
+		}
+		if err := addParticipant(ctx, tx, conv, "user", member, at); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT participant_id FROM participants
+			WHERE conversation_id = ? AND kind = 'bot' ORDER BY joined_at, rowid`, conv)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			out = append(out, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: ensure room: %w", err)
+	}
+	return out, nil
+}

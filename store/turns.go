@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// timeNow is the store's clock for rows the gateway gives no time for.
+var timeNow = time.Now
+
+// PendingTurns implements gateway.Store.
+func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id FROM turns WHERE status = 'pending' ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending turns: %w", err)
+	}
+	defer rows.Close()
+	var out []gateway.TurnRef
+	for rows.Next() {
+		var t gateway.TurnRef
+		if err := rows.Scan(&t.ID, &t.SessionID); err != nil {
+			return nil, fmt.Errorf("store: pending turns: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// LoadTurn implements gateway.Store.
+func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
+	var d gateway.TurnData
+	var msgID int64
+	err := s.r.QueryRowContext(ctx, `SELECT session_id, message_id, text FROM turns WHERE id = ?`, turnID).
+		Scan(&d.Ref.SessionID, &msgID, &d.Text)
+	if err != nil {
+		return d, fmt.Errorf("store: load turn %d: %w", turnID, notFound(err))
+	}
+	d.Ref.ID = turnID
+	d.Session, err = scanSession(s.r.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+		FROM sessions WHERE id = ?`, d.Ref.SessionID))
+	if err != nil {
+		return d, fmt.Errorf("store: load turn %d session: %w", turnID, notFound(err))
+	}
+	d.Message, err = scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageColumns+`
+		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`, msgID))
+	if err != nil {
+		return d, fmt.Errorf("store: load turn %d message: %w", turnID, notFound(err))
+	}
+	d.History, err = queryMessages(ctx, s.r, `SELECT * FROM (SELECT `+messageColumns+`
+		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+		LEFT JOIN conversations c ON c.id = m.conversation_id
+		WHERE sm.session_id = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
+		d.Ref.SessionID, msgID, historyLimit)
+	if err != nil {
+		return d, fmt.Errorf("store: load turn %d history: %w", turnID, err)
+	}
+	return d, nil
+}
+
+// CompleteTurn implements gateway.Store. Completing a turn that is already
+// done changes nothing and returns no outbox entries, so a turn re-run
+// after a crash is answered once.
+func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) ([]gateway.Outbound, error) {
+	var out []gateway.Outbound
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		var status string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status); err != nil {
+			return notFound(err)
+		}
+		if status != "pending" {
+			return nil
+		}
+		now := micros(timeNow())
+		var replyID any
+		if m := c.Reply; m != nil {
+			conv, _, err := ensureConversation(ctx, tx, m.Platform, m.ChatID, m.ChatType, "", now)
+			if err != nil {
+				return err
+			}
+			if err := addParticipant(ctx, tx, conv, "bot", m.Bot, now); err != nil {
+				return err
+			}
+			id, err := insertMessage(ctx, tx, conv, *m)
+			if err != nil {
+				return err
+			}
+			replyID = id
+			if _, err := tx.ExecContext(ctx, `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`, c.Session, id); err != nil {
+				return err
+			}
+			o := gateway.Outbound{
+				MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
+				From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
+			}
+			if err := tx.QueryRowContext(ctx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, id, m.Platform, m.Bot, m.ChatID, now, now).Scan(&o.OutboxID); err != nil {
+				return err
+			}
+			out = append(out, o)
+			for _, a := range c.Artifacts {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content, message_id, created_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, a.Content, id, now); err != nil {
+					return err
+				}
+			}
+		}
+		if c.ResumeID != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET resume_id = ?, updated_at = ? WHERE id = ?`, c.ResumeID, now, c.Session); err != nil {
+				return err
+			}
+		} else if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, c.Session); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'done', reply_id = ?, done_at = ? WHERE id = ?`, replyID, now, c.Turn.ID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: complete turn %d: %w", c.Turn.ID, err)
+	}
+	return out, nil
+}
+
+// PendingOutbox implements gateway.Store.
+func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.attempts, `+messageColumns+`
+		FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
+		WHERE o.status = 'pending' ORDER BY o.id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []gateway.Outbound
+	for rows.Next() {
+		var o gateway.Outbound
+		var cols []any
+		cols = append(cols, &o.OutboxID, &o.Attempt)
+		m, err := scanMessage(prefixScanner{rows, cols})
+		if err != nil {
+			return nil, fmt.Errorf("store: pending outbox: %w", err)
+		}
+		o.MessageID, o.Platform, o.Bot, o.ChatID, o.ChatType = m.ID, m.Platform, m.Bot, m.ChatID, m.ChatType
+		o.From, o.Text, o.ReplyTo, o.Time = m.From, m.Text, m.ReplyTo, m.Time
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// prefixScanner scans leading columns into prefix, then the rest as asked.
+type prefixScanner struct {
+	rows   *sql.Rows
+	prefix []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.rows.Scan(append(slices.Clone(p.prefix), dest...)...)
+}
+
+// MarkSent implements gateway.Store. The platform's message ID is copied to
+// the message so replies to it can be traced back to the bot.
+func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		now := micros(timeNow())
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
+			platformMsgID, now, outboxID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE messages SET platform_msg_id = ?
+			WHERE id = (SELECT message_id FROM outbox WHERE id = ?) AND platform_msg_id = ''`, platformMsgID, outboxID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark sent %s: %w", strconv.FormatInt(outboxID, 10), err)
+	}
+	return nil
+}
+
+// MarkAttempt implements gateway.Store.
+func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
+		reason, micros(timeNow()), outboxID)
+	if err != nil {
+		return fmt.Errorf("store: mark attempt: %w", err)
+	}
+	return nil
+}
+
+// MarkFailed implements gateway.Store.
+func (s *SQLite) MarkFailed(ctx context.Context, outboxID int64, reason string) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
+		reason, micros(timeNow()), outboxID)
+	if err != nil {
+		return fmt.Errorf("store: mark failed: %w", err)
+	}
+	return nil
+}
+
+// notFound maps sql.ErrNoRows to gateway.ErrNotFound.
+func notFound(err error) error {
+	if err == sql.ErrNoRows {
+		return gateway.ErrNotFound
+	}
+	return err
+}
