@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/config"
+	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/platforms/web"
+	"github.com/switchboard-chat/switchboard/store"
+)
+
+// Shutdown budget (SPEC: everything within 10 s).
+const (
+	drainTimeout = 5 * time.Second
+	flushTimeout = 3 * time.Second
+	closeTimeout = 2 * time.Second
+)
+
+// Main is one running gateway. Tests start it in-process; the serve
+// command runs it until a signal.
+type Main struct {
+	ConfigDir string
+	Logger    *slog.Logger
+	Stdout    io.Writer
+	// Listen, when set, overrides gateway.listen (tests use
+	// 127.0.0.1:0).
+	Listen string
+
+	watcher *config.Watcher
+	store   *store.SQLite
+	gw      *gateway.Gateway
+	web     *web.Adapter
+	srv     *http.Server
+	ln      net.Listener
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errMu  sync.Mutex
+	errs   []error
+}
+
+// Run loads the configuration, opens the store, starts the platforms and
+// the HTTP server, and returns once the gateway is serving. If a component
+// fails to start, the ones already started are stopped.
+func (m *Main) Run(ctx context.Context) (err error) {
+	if m.Logger == nil {
+		m.Logger = slog.Default()
+	}
+	if m.Stdout == nil {
+		m.Stdout = io.Discard
+	}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+
+	m.watcher, err = config.NewWatcher(m.ConfigDir, m.Logger)
+	if err != nil {
+		return err
+	}
+	cfg := m.watcher.Current()
+
+	m.store, err = store.Open(ctx, cfg.DatabasePath())
+	if err != nil {
+		return err
+	}
+	tokenKey, err := m.store.Secret(ctx, "web-token", 32)
+	if err != nil {
+		return err
+	}
+
+	m.gw = gateway.New(gateway.Options{Store: m.store, Logger: m.Logger})
+	if err := m.apply(cfg); err != nil {
+		return err
+	}
+	m.web = web.New(web.Options{
+		Secret:         webSecret(cfg, m.Logger),
+		TokenKey:       tokenKey,
+		AllowedOrigins: cfg.Gateway.Web.AllowedOrigins,
+		Logger:         m.Logger,
+	})
+	m.gw.AddPlatform(m.web)
+	logSkippedPlatforms(cfg, m.Logger)
+
+	listen := cfg.Gateway.Listen
+	if m.Listen != "" {
+		listen = m.Listen
+	}
+	m.ln, err = net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", listen, err)
+	}
+	m.srv = &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.goRun("web platform", func() error { return m.web.Run(runCtx, m.gw) })
+	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
+	m.watcher.Subscribe(m.reload)
+	if err := m.gw.Start(ctx); err != nil {
+		return err
+	}
+	m.goRun("http server", func() error {
+		if err := m.srv.Serve(m.ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	m.Logger.Info("switchboard serving", "addr", "http://"+m.Addr(), "config", cfg.Dir, "database", cfg.DatabasePath(), "bots", len(cfg.Bots))
+	fmt.Fprintf(m.Stdout, "Switchboard is up: open http://%s\n", m.Addr())
+	return nil
+}
+
+// Addr is the address the HTTP server listens on.
+func (m *Main) Addr() string {
+	if m.ln == nil {
+		return ""
+	}
+	return m.ln.Addr().String()
+}
+
+// goRun runs fn in an owned goroutine, recording its error.
+func (m *Main) goRun(name string, fn func() error) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := fn(); err != nil {
+			m.Logger.Error(name+" stopped", "err", err)
+			m.errMu.Lock()
+			m.errs = append(m.errs, fmt.Errorf("%s: %w", name, err))
+			m.errMu.Unlock()
+		}
+	}()
+}
+
+// routes is the HTTP surface on gateway.listen.
+func (m *Main) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("/", m.web.Handler())
+	return mux
+}
+
+// Close shuts down in order: stop intake, drain the session queues, flush
+// the outbox, close the platforms (the web adapter closes its WebSocket
+// connections itself), stop the HTTP server, close the store. Work that
+// does not finish in time stays stored and resumes on the next start.
+func (m *Main) Close() error {
+	if m.gw != nil {
+		m.gw.StopIntake()
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		if err := m.gw.Drain(ctx); err != nil {
+			m.Logger.Warn("session queues not drained in time; the rest runs on the next start")
+		}
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), flushTimeout)
+		if err := m.gw.Flush(ctx); err != nil {
+			m.Logger.Warn("outbox not flushed in time; the rest is delivered on the next start")
+		}
+		cancel()
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	if m.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		m.srv.Shutdown(ctx)
+		cancel()
+	} else if m.ln != nil {
+		m.ln.Close()
+	}
+	m.wg.Wait()
+	var err error
+	if m.store != nil {
+		err = m.store.Close()
+	}
+	m.errMu.Lock()
+	defer m.errMu.Unlock()
+	return errors.Join(append(m.errs, err)...)
+}
+
+// webSecret reads the web HMAC key from the variable gateway.web.secret_env
+// names; unset means anonymous visitors only.
+func webSecret(cfg *config.Config, log *slog.Logger) []byte {
+	name := cfg.Gateway.Web.SecretEnv
+	if name == "" {
+		return nil
+	}
+	v := os.Getenv(name)
+	if v == "" {
+		log.Info("web: "+name+" is unset; only anonymous web visitors can connect, signed links (user+sig) get 401", "env", name)
+		return nil
+	}
+	return []byte(v)
+}

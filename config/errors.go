@@ -1,0 +1,93 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Error is one problem in a configuration file.
+type Error struct {
+	// File is the file's base name, "bots.yaml" or "users.yaml".
+	File string
+	// Line is the 1-based line of the offending key, or 0 when unknown.
+	Line int
+	// Key is the key path, e.g. "bots[1].brain.kind"; empty for problems
+	// of the whole file.
+	Key string
+	// Message says what is wrong.
+	Message string
+}
+
+// Error formats the problem as "bots.yaml:14: bots[1].brain.kind: message",
+// leaving out the line when unknown and the key when empty.
+func (e Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":")
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
+}
+
+// Errors is every problem found in one Load, sorted by file then line.
+type Errors []Error
+
+// Error lists the problems one per line, sorted by file then line.
+func (es Errors) Error() string {
+	sorted := append(Errors(nil), es...)
+	sorted.sort()
+	lines := make([]string, len(sorted))
+	for i, e := range sorted {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sort orders the problems by file, then line, keeping the order in which
+// they were found otherwise.
+func (es Errors) sort() {
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].File != es[j].File {
+			return es[i].File < es[j].File
+		}
+		return es[i].Line < es[j].Line
+	})
+}
+
+// report collects the problems of one file. It finds each key's line in the
+// parsed document and drops a problem whose key, or an ancestor of it,
+// already has a structural one (a value of the wrong type would otherwise
+// also be reported as, say, missing).
+type report struct {
+	file string
+	doc  *index
+	errs Errors
+	// structural holds the keys of type, syntax and unknown-key errors.
+	structural []string
+}
+
+// structuralf records a problem found while checking the file's shape.
+func (r *report) structuralf(key string, line int, format string, args ...any) {
+	r.structural = append(r.structural, key)
+	r.errs = append(r.errs, Error{File: r.file, Line: line, Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+// errorf records a problem with a decoded value at key, unless the key is
+// already covered by a structural problem.
+func (r *report) errorf(key, format string, args ...any) {
+	for _, s := range r.structural {
+		if s == "" || s == key || strings.HasPrefix(key, s+".") || strings.HasPrefix(key, s+"[") {
+			return
+		}
+	}
+	r.errs = append(r.errs, Error{File: r.file, Line: r.doc.line(key), Key: key, Message: fmt.Sprintf(format, args...)})
+}

@@ -1,0 +1,224 @@
+// Package config loads, validates and watches Switchboard's two
+// configuration files, bots.yaml and users.yaml (SPEC §2).
+//
+// Load reads both files into one Config snapshot, or reports every problem
+// at once as Errors, each naming its file, key path and line. A Watcher
+// keeps the last good snapshot and replaces it when an edit validates.
+//
+// A Config is immutable once returned: callers share it between goroutines
+// and must not modify it or the slices it holds.
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is one validated snapshot of bots.yaml and users.yaml, with
+// defaults applied.
+type Config struct {
+	// Dir is the absolute path of the configuration directory.
+	Dir string
+	// Gateway holds the process-wide settings of bots.yaml.
+	Gateway Gateway
+	// Bots lists the bots in the order bots.yaml declares them.
+	Bots []Bot
+	// Users is the content of users.yaml.
+	Users Users
+}
+
+// DatabasePath returns gateway.database ready to open: a relative path is
+// joined to Dir, while an absolute path, a URL such as postgres://…, a
+// SQLite "file:" URI and ":memory:" are returned as written.
+func (c *Config) DatabasePath() string {
+	db := c.Gateway.Database
+	switch {
+	case strings.Contains(db, "://"), strings.HasPrefix(db, "file:"),
+		db == ":memory:", filepath.IsAbs(db):
+		return db
+	}
+	return filepath.Join(c.Dir, db)
+}
+
+// Bot returns the bot with the given ID. The result points into c.Bots and
+// must not be modified.
+func (c *Config) Bot(id string) (*Bot, bool) {
+	for i := range c.Bots {
+		if c.Bots[i].ID == id {
+			return &c.Bots[i], true
+		}
+	}
+	return nil, false
+}
+
+// Gateway is the gateway section of bots.yaml.
+type Gateway struct {
+	// Listen is the HTTP listen address (default 127.0.0.1:8080). A change
+	// needs a restart.
+	Listen string `yaml:"listen"`
+	// Database is the SQLite path or database URL as written (default
+	// switchboard.db); use Config.DatabasePath to open it. A change needs a
+	// restart.
+	Database string `yaml:"database"`
+	// Web configures the web widget's identities and origins.
+	Web WebSettings `yaml:"web"`
+	// Delegation holds the limits on bot-to-bot hand-offs.
+	Delegation DelegationLimits `yaml:"delegation"`
+	// Crossbot holds the limits on bot-to-bot talk in shared groups.
+	Crossbot CrossbotLimits `yaml:"crossbot"`
+}
+
+// WebSettings is gateway.web.
+type WebSettings struct {
+	// SecretEnv names the environment variable holding the HMAC key for
+	// verified web users; empty or unset means anonymous users only.
+	SecretEnv string `yaml:"secret_env"`
+	// AllowedOrigins lists origins ("https://example.com") or "*" that may
+	// open /ws; empty means same origin only.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+}
+
+// DelegationLimits is gateway.delegation.
+type DelegationLimits struct {
+	// MaxDepth is the deepest hand-off chain allowed (default 3).
+	MaxDepth int `yaml:"max_depth"`
+	// Cooldown is the minimum time between hand-offs of one (from bot,
+	// to bot, user) (default 30s).
+	Cooldown time.Duration `yaml:"cooldown"`
+	// ContextMessages is how many recent messages go into the hand-off
+	// wrapper (default 3).
+	ContextMessages int `yaml:"context_messages"`
+	// Timeout bounds a delegated turn (default 5m).
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// CrossbotLimits is gateway.crossbot.
+type CrossbotLimits struct {
+	// MaxChain is the longest bot-to-bot chain in a group (default 3).
+	MaxChain int `yaml:"max_chain"`
+	// ResponseChance is the probability, in [0,1], that a mentioned bot
+	// answers another bot (default 0.35).
+	ResponseChance float64 `yaml:"response_chance"`
+	// Cooldown is the quiet time of a channel between chains (default 6h).
+	Cooldown time.Duration `yaml:"cooldown"`
+}
+
+// Bot is one entry of bots.yaml's bots list.
+type Bot struct {
+	// ID is unique and matches [a-z0-9_-]+.
+	ID string `yaml:"id"`
+	// Name is the display name (default: ID).
+	Name string `yaml:"name"`
+	// Aliases are more names that address or target the bot.
+	Aliases []string `yaml:"aliases"`
+	// Public bots see raw platform IDs and neither delegate nor receive
+	// delegations.
+	Public bool `yaml:"public"`
+	// Persona is the bot's system prompt.
+	Persona string `yaml:"persona"`
+	// Brain says how the bot produces replies.
+	Brain Brain `yaml:"brain"`
+	// Platforms says where the bot is reachable.
+	Platforms Platforms `yaml:"platforms"`
+	// Groups configures behaviour in group chats.
+	Groups Groups `yaml:"groups"`
+	// Delegation configures the bot's hand-offs to other bots.
+	Delegation BotDelegation `yaml:"delegation"`
+}
+
+// On reports whether the bot is on the named platform: "web", "telegram"
+// or "discord". Any other name reports false.
+func (b *Bot) On(platform string) bool {
+	switch platform {
+	case PlatformWeb:
+		return b.Platforms.Web != nil
+	case PlatformTelegram:
+		return b.Platforms.Telegram != nil
+	case PlatformDiscord:
+		return b.Platforms.Discord != nil
+	}
+	return false
+}
+
+// Platform names as used by Bot.On and in platform IDs.
+const (
+	PlatformWeb      = "web"
+	PlatformTelegram = "telegram"
+	PlatformDiscord  = "discord"
+)
+
+// Groups is a bot's groups section.
+type Groups struct {
+	// SessionScope is "user" (one session per person, the default) or
+	// "group" (one shared session per group chat).
+	SessionScope string `yaml:"session_scope"`
+}
+
+// Session scopes of Groups.SessionScope.
+const (
+	ScopeUser  = "user"
+	ScopeGroup = "group"
+)
+
+// BotDelegation is a bot's delegation section.
+type BotDelegation struct {
+	// Allow lists the bot IDs this bot may hand work to; "*" means any.
+	Allow []string `yaml:"allow"`
+	// Triggers are patterns containing {bot} and {task} once each; when
+	// omitted they default to DefaultTriggers. An explicit empty list means
+	// the bot never delegates from text.
+	Triggers []string `yaml:"triggers"`
+}
+
+// DefaultTriggers are the triggers of a bot whose delegation.triggers is
+// omitted.
+var DefaultTriggers = []string{"tell {bot} to {task}", "ask {bot} to {task}"}
+
+// Platforms is a bot's platforms section. A nil pointer means the bot is
+// not on that platform; `web: {}` (or `web:`) puts it on the web widget.
+type Platforms struct {
+	Web      *Web      `yaml:"web"`
+	Telegram *Telegram `yaml:"telegram"`
+	Discord  *Discord  `yaml:"discord"`
+}
+
+// Web is a bot's web widget settings; it has no keys yet.
+type Web struct{}
+
+// Telegram is a bot's Telegram settings.
+type Telegram struct {
+	// TokenEnv names the environment variable holding the bot token.
+	TokenEnv string `yaml:"token_env"`
+	// APIURL optionally points at a self-hosted Bot API server.
+	APIURL string `yaml:"api_url"`
+	// Mode is "polling" (default) or "webhook".
+	Mode string `yaml:"mode"`
+	// Webhook is used in webhook mode; URL is then required.
+	Webhook Webhook `yaml:"webhook"`
+}
+
+// Telegram modes of Telegram.Mode.
+const (
+	ModePolling = "polling"
+	ModeWebhook = "webhook"
+)
+
+// Webhook is a Telegram bot's webhook settings.
+type Webhook struct {
+	// URL is the public URL registered with setWebhook.
+	URL string `yaml:"url"`
+	// SecretEnv names the environment variable holding the secret token
+	// Telegram sends in X-Telegram-Bot-Api-Secret-Token.
+	SecretEnv string `yaml:"secret_env"`
+}
+
+// Discord is a bot's Discord settings.
+type Discord struct {
+	// TokenEnv names the environment variable holding the bot token.
+	TokenEnv string `yaml:"token_env"`
+	// APIURL optionally overrides the REST base URL.
+	APIURL string `yaml:"api_url"`
+	// GatewayURL optionally overrides the gateway WebSocket URL.
+	GatewayURL string `yaml:"gateway_url"`
+}

@@ -1,0 +1,105 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"text/template"
+)
+
+// validateBrain checks a brain's kind and the keys of that kind. Keys of
+// other kinds were already reported by the shape check.
+func validateBrain(r *report, br *Brain, key string) {
+	switch br.Kind {
+	case "":
+		r.errorf(key+".kind", "required: one of %s", strings.Join(brainKinds, ", "))
+		return
+	case KindScript:
+		validateScript(r, br, key)
+	case KindExec:
+		validateExec(r, br, key)
+	case KindOpenAI:
+		validateOpenAI(r, br, key)
+	default:
+		r.errorf(key+".kind", "unknown brain kind %q: use one of %s", br.Kind, strings.Join(brainKinds, ", "))
+		return
+	}
+	atLeast(r, key+".timeout", br.Timeout, 1)
+}
+
+// validateScript checks a script brain: rules whose match compiles and
+// whose templates parse.
+func validateScript(r *report, br *Brain, key string) {
+	if len(br.Rules) == 0 && br.Default == "" {
+		r.errorf(key, "a script brain needs rules or a default reply")
+	}
+	for i, rule := range br.Rules {
+		k := fmt.Sprintf("%s.rules[%d]", key, i)
+		if rule.Match == "" {
+			r.errorf(k+".match", "required: a Go regular expression")
+		} else if _, err := regexp.Compile(rule.Match); err != nil {
+			r.errorf(k+".match", "invalid regular expression: %s",
+				strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+		if rule.Reply == "" && len(rule.Artifacts) == 0 {
+			r.errorf(k+".reply", "required unless the rule produces artifacts")
+		}
+		checkTemplate(r, k+".reply", rule.Reply)
+		for j, a := range rule.Artifacts {
+			ak := fmt.Sprintf("%s.artifacts[%d]", k, j)
+			if a.Name == "" {
+				r.errorf(ak+".name", "required")
+			}
+			checkTemplate(r, ak+".content", a.Content)
+		}
+	}
+	checkTemplate(r, key+".default", br.Default)
+}
+
+// checkTemplate reports text that does not parse as a Go text/template.
+// Only the built-in functions are known here.
+func checkTemplate(r *report, key, text string) {
+	if text == "" {
+		return
+	}
+	if _, err := template.New(key).Parse(text); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "template: "+key+":")
+		r.errorf(key, "invalid template: line %s", msg)
+	}
+}
+
+// validateExec checks an exec brain's command and environment names.
+func validateExec(r *report, br *Brain, key string) {
+	if len(br.Command) == 0 || strings.TrimSpace(br.Command[0]) == "" {
+		r.errorf(key+".command", "required: the program and its arguments as a list")
+	}
+	// ResumeCommand defaults to Command, so it is only wrong on its own
+	// when written as an empty list or with an empty program.
+	if len(br.Command) > 0 && (len(br.ResumeCommand) == 0 || strings.TrimSpace(br.ResumeCommand[0]) == "") {
+		r.errorf(key+".resume_command", "must name a program (omit it to reuse command)")
+	}
+	for i, name := range br.Env {
+		k := fmt.Sprintf("%s.env[%d]", key, i)
+		if name == "" {
+			r.errorf(k, "must not be empty")
+		}
+		checkEnvName(r, k, name)
+	}
+}
+
+// validateOpenAI checks an openai brain's server, model and limits.
+func validateOpenAI(r *report, br *Brain, key string) {
+	if br.BaseURL == "" {
+		r.errorf(key+".base_url", "required, e.g. http://127.0.0.1:11434/v1")
+	}
+	checkURL(r, key+".base_url", br.BaseURL, "http", "https")
+	if br.Model == "" {
+		r.errorf(key+".model", "required")
+	}
+	checkEnvName(r, key+".api_key_env", br.APIKeyEnv)
+	atLeast(r, key+".context_messages", br.ContextMessages, 0)
+	atLeast(r, key+".max_tokens", br.MaxTokens, 0)
+	if t := br.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
+		r.errorf(key+".temperature", "must be between 0 and 2, got %v", *t)
+	}
+}

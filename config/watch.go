@@ -1,0 +1,176 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Debounce timing of Watcher: a reload waits until the files have been
+// quiet for debounceQuiet, but never longer than debounceMax after the
+// first change, so a file rewritten nonstop is still picked up.
+const (
+	debounceQuiet = 100 * time.Millisecond
+	debounceMax   = time.Second
+)
+
+// Watcher keeps the last good Config of a directory and replaces it when
+// an edit to bots.yaml or users.yaml validates. An edit that does not
+// validate is logged and ignored as a whole.
+//
+// It watches the directory rather than the files, so it sees editors that
+// write in place (including the moment a file is truncated) as well as
+// those that write a temporary file and rename it over the original, and
+// Kubernetes-style symlink swaps (..data). Viper's own WatchConfig is not
+// used: it watches one file, cannot be stopped, and rereads into state the
+// validation cannot trust mid-write.
+type Watcher struct {
+	dir     string
+	logger  *slog.Logger
+	current atomic.Pointer[Config]
+	running atomic.Bool
+
+	mu          sync.Mutex
+	subscribers []func(old, new *Config)
+}
+
+// NewWatcher loads dir once and returns a Watcher holding the result, or
+// Load's error. Call Run to start watching. A nil logger means
+// slog.Default().
+func NewWatcher(dir string, logger *slog.Logger) (*Watcher, error) {
+	cfg, err := Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	w := &Watcher{dir: cfg.Dir, logger: logger}
+	w.current.Store(cfg)
+	return w, nil
+}
+
+// Current returns the last good Config. It is never nil and safe to call
+// from any goroutine; the Config must not be modified.
+func (w *Watcher) Current() *Config { return w.current.Load() }
+
+// Subscribe registers fn to be called after each reload that changed the
+// configuration, with the previous and the newly published Config. Calls
+// are serial, from Run's goroutine, so fn should return quickly.
+func (w *Watcher) Subscribe(fn func(old, new *Config)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.subscribers = append(w.subscribers, fn)
+}
+
+// Run watches the directory until ctx ends, then returns nil after its
+// goroutines have exited. It returns an error if watching cannot start or
+// Run is already running. Edits made between NewWatcher and Run are picked
+// up when Run starts.
+func (w *Watcher) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("config watcher: already running")
+	}
+	defer w.running.Store(false)
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("config watcher: %w", err)
+	}
+	defer fw.Close() // waits for fsnotify's goroutine to exit
+	if err := fw.Add(w.dir); err != nil {
+		return fmt.Errorf("config watcher: watch %s: %w", w.dir, err)
+	}
+
+	// The timer starts armed, for the edits made before Run.
+	timer := time.NewTimer(debounceQuiet)
+	defer timer.Stop()
+	pendingSince := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return nil
+			}
+			if !relevant(ev.Name) {
+				continue
+			}
+			now := time.Now()
+			if pendingSince.IsZero() {
+				pendingSince = now
+			}
+			if now.Sub(pendingSince) < debounceMax {
+				timer.Reset(debounceQuiet)
+			}
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return nil
+			}
+			// After an overflow events were lost: reload to be safe.
+			w.logger.Warn("config watcher error", "dir", w.dir, "err", err)
+			if pendingSince.IsZero() {
+				pendingSince = time.Now()
+				timer.Reset(debounceQuiet)
+			}
+		case <-timer.C:
+			pendingSince = time.Time{}
+			w.reload()
+		}
+	}
+}
+
+// relevant reports whether a change to the named file may change the
+// configuration.
+func relevant(name string) bool {
+	switch filepath.Base(name) {
+	case BotsFile, UsersFile, "..data":
+		return true
+	}
+	return false
+}
+
+// reload loads both files afresh and publishes the result if it is valid
+// and differs from the current Config.
+func (w *Watcher) reload() {
+	cfg, err := Load(w.dir)
+	if err != nil {
+		w.logger.Warn("config edit rejected; keeping the last good configuration",
+			"dir", w.dir, "errors", oneLine(err))
+		return
+	}
+	old := w.Current()
+	if reflect.DeepEqual(old, cfg) {
+		return
+	}
+	w.current.Store(cfg)
+	w.logger.Info("config reloaded", "dir", w.dir, "bots", len(cfg.Bots), "users", len(cfg.Users.Users))
+	if old.Gateway.Listen != cfg.Gateway.Listen {
+		w.logger.Warn("gateway.listen changed; it takes effect after a restart",
+			"running", old.Gateway.Listen, "configured", cfg.Gateway.Listen)
+	}
+	if old.DatabasePath() != cfg.DatabasePath() {
+		w.logger.Warn("gateway.database changed; it takes effect after a restart",
+			"running", old.Gateway.Database, "configured", cfg.Gateway.Database)
+	}
+	w.mu.Lock()
+	subs := append([]func(old, new *Config){}, w.subscribers...)
+	w.mu.Unlock()
+	for _, fn := range subs {
+		fn(old, cfg)
+	}
+}
+
+// oneLine joins a Load error's lines with "; " for a single log line.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}

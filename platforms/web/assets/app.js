@@ -1,0 +1,1526 @@
+// Switchboard web chat — the page behind GET / and the widget iframe.
+//
+// Speaks the JSON frames of SPEC §7 over GET /ws. Plain ES2020, no build step,
+// no dependencies. Message text only ever reaches the DOM through text nodes
+// (textContent / append(string)); nothing user- or bot-supplied goes through
+// innerHTML.
+'use strict';
+
+(() => {
+  // ---------------------------------------------------------------- constants
+
+  const TOKEN_KEY = 'switchboard.token';        // anonymous resume token (hello.token)
+  const ROOMS_KEY = 'switchboard.rooms.';       // + platform_id: rooms are not in hello, so remember them
+  const HISTORY_LIMIT = 50;
+  const TYPING_TTL_MS = 6000;                   // server repeats `typing` every 4 s; allow one miss
+  const BACKOFF_BASE_MS = 500;
+  const BACKOFF_MAX_MS = 10000;
+  const MAX_FRAME_BYTES = 65536;                // server answers too_large above this
+  const GROUP_WINDOW_MS = 5 * 60 * 1000;        // consecutive bubbles from one sender merge visually
+  const JOIN_ERROR_WINDOW_MS = 5000;            // an error without client_id this soon after a join is the join's
+  const TERMINAL = new Set(['done', 'failed', 'refused']);
+  const MAX_DELEGATIONS_SHOWN = 12;
+
+  const EMBED = new URLSearchParams(location.search).get('embed') === '1';
+
+  // localStorage can throw (third-party iframe with storage blocked, private
+  // modes). The chat must still work; identity just won't survive a reload.
+  const storage = {
+    get(k) { try { return localStorage.getItem(k); } catch { return null; } },
+    set(k, v) { try { localStorage.setItem(k, v); } catch { /* not persisted */ } },
+    remove(k) { try { localStorage.removeItem(k); } catch { /* ignore */ } },
+  };
+
+  // -------------------------------------------------------------------- state
+
+  const state = {
+    creds: null,                 // {kind:'signed',user,sig} | {kind:'token',token,source} | {kind:'anon'}
+    platformId: null,            // hello.platform_id, e.g. web-bryan
+    user: null,                  // hello.user, e.g. user-bryan
+    bots: [],                    // [{id,name}] in hello order
+    botsById: new Map(),
+    rooms: new Map(),            // name -> {name, bots:[id], joined:boolean}
+    convs: new Map(),            // key ('b:<bot>' | 'r:<room>') -> conversation
+    current: null,               // key of the open conversation
+    pending: new Map(),          // client_id -> {conv, local}: sent or queued, not yet acked
+    outbox: [],                  // locals composed while disconnected, in order
+    delegations: new Map(),      // id -> delegation record (+ .el)
+    embedVisible: true,          // widget panel open (told by widget.js via postMessage)
+    lastJoin: null,              // {name, at}
+    clientSeq: 0,
+  };
+
+  const conn = {
+    ws: null,
+    ready: false,                // hello received on the current socket
+    attempt: 0,                  // consecutive failed attempts, drives the backoff
+    timer: null,
+    countdown: null,
+    everConnected: false,
+    preOpenFailures: 0,          // sockets that died before opening while the server answered HTTP
+    authFailed: false,
+  };
+
+  const dom = {};
+  const sideItems = new Map();   // conversation key -> sidebar <button>
+
+  // ---------------------------------------------------------------- utilities
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text != null) e.textContent = text;
+    return e;
+  }
+
+  function hue(id) {
+    // FNV-1a: similar ids ("bot1", "bot2") still land on well-spread hues.
+    let h = 0x811c9dc5;
+    for (const ch of String(id)) h = Math.imul(h ^ ch.codePointAt(0), 0x01000193) >>> 0;
+    return h % 360;
+  }
+
+  function initials(name) {
+    const words = String(name || '?').trim().split(/[\s_\-.]+/).filter(Boolean);
+    if (!words.length) return '?';
+    const first = (w) => Array.from(w)[0] || '';
+    const s = words.length === 1 ? Array.from(words[0]).slice(0, 2).join('') : first(words[0]) + first(words[words.length - 1]);
+    return s.toUpperCase();
+  }
+
+  function avatar(seed, label, extra) {
+    const a = el('span', 'avatar' + (extra ? ' ' + extra : ''), label);
+    a.style.setProperty('--hue', String(hue(seed)));
+    a.setAttribute('aria-hidden', 'true');
+    return a;
+  }
+
+  function convAvatar(conv, extra) {
+    if (conv.kind === 'room') return avatar(conv.id, '#', 'avatar-room' + (extra ? ' ' + extra : ''));
+    return avatar(conv.id, initials(botName(conv.id)), extra);
+  }
+
+  function botName(id) {
+    const b = state.botsById.get(id);
+    return (b && b.name) || id || 'Bot';
+  }
+
+  function newClientId() {
+    state.clientSeq += 1;
+    // Unique across tabs of the same user: time + random + per-tab counter.
+    return `c-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}-${state.clientSeq}`;
+  }
+
+  function parseTime(t) {
+    const d = t ? new Date(t) : null;
+    return d && !Number.isNaN(d.getTime()) ? d : null;
+  }
+
+  const timeFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+  const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' });
+  const dayFmt = new Intl.DateTimeFormat(undefined, { weekday: 'long', month: 'long', day: 'numeric' });
+
+  function dayKey(d) { return d ? `${d.getFullYear()}-${d.getMonth()}-${d.getDate()}` : ''; }
+
+  function dayLabel(d) {
+    const today = new Date();
+    const yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1);
+    if (dayKey(d) === dayKey(today)) return 'Today';
+    if (dayKey(d) === dayKey(yesterday)) return 'Yesterday';
+    return dayFmt.format(d);
+  }
+
+  function utf8Length(s) { return new TextEncoder().encode(s).length; }
+
+  // Plain text with http(s) links made clickable. Built from text nodes and
+  // <a> elements only, so .text's textContent is exactly the message text.
+  const URL_RE = /\bhttps?:\/\/[^\s<>"']+/gi;
+  function fillText(node, text) {
+    text = String(text == null ? '' : text);
+    let last = 0;
+    for (const m of text.matchAll(URL_RE)) {
+      let url = m[0];
+      const trail = url.match(/[)\].,!?;:'"]+$/);   // "see https://x.io." — the dot is prose
+      if (trail) url = url.slice(0, -trail[0].length);
+      if (!url) continue;
+      if (m.index > last) node.append(text.slice(last, m.index));
+      const a = el('a', null, url);
+      a.href = url;                                   // regex guarantees http(s): no javascript: URLs
+      a.target = '_blank';
+      a.rel = 'noopener noreferrer nofollow';
+      node.append(a);
+      last = m.index + url.length;
+    }
+    if (last < text.length) node.append(text.slice(last));
+  }
+
+  function toast(message, kind) {
+    const t = el('div', 'toast' + (kind ? ' toast-' + kind : ''));
+    t.setAttribute('role', kind === 'error' ? 'alert' : 'status');
+    t.append(el('span', 'toast-text', message));
+    const x = el('button', 'toast-close', '×');
+    x.type = 'button';
+    x.setAttribute('aria-label', 'Dismiss');
+    const remove = () => { t.classList.add('leaving'); setTimeout(() => t.remove(), 200); };
+    x.addEventListener('click', remove);
+    t.append(x);
+    dom.toasts.append(t);
+    while (dom.toasts.children.length > 4) dom.toasts.firstElementChild.remove();
+    setTimeout(remove, kind === 'error' ? 8000 : 5000);
+  }
+
+  // ------------------------------------------------------------- credentials
+
+  // Page URL → /ws query (SPEC §3): user+sig (verified), else token (resume an
+  // anonymous identity, from the URL or remembered), else nothing (new anon).
+  function readCreds() {
+    const p = new URLSearchParams(location.search);
+    if (p.has('user') || p.has('sig')) return { kind: 'signed', user: p.get('user') || '', sig: p.get('sig') || '' };
+    const t = p.get('token');
+    if (t) return { kind: 'token', token: t, source: 'url' };
+    const stored = storage.get(TOKEN_KEY);
+    if (stored) return { kind: 'token', token: stored, source: 'storage' };
+    return { kind: 'anon' };
+  }
+
+  function wsQuery() {
+    const q = new URLSearchParams();
+    const c = state.creds;
+    if (c.kind === 'signed') { q.set('user', c.user); q.set('sig', c.sig); }
+    else if (c.kind === 'token') q.set('token', c.token);
+    const s = q.toString();
+    return s ? '?' + s : '';
+  }
+
+  function wsUrl() {
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    return `${proto}//${location.host}/ws${wsQuery()}`;
+  }
+
+  // ---------------------------------------------------------------- connection
+
+  function setStatus(s, label) {
+    dom.status.dataset.state = s;           // connecting | open | closed (browser tests rely on this)
+    dom.statusLabel.textContent = label;
+    dom.status.title = label;
+  }
+
+  function connect() {
+    clearTimeout(conn.timer);
+    clearInterval(conn.countdown);
+    conn.timer = null;
+    if (conn.authFailed) return;
+    if (conn.ws && conn.ws.readyState <= WebSocket.OPEN) return;
+
+    setStatus('connecting', conn.everConnected ? 'Reconnecting…' : 'Connecting…');
+    let opened = false;
+    let sock;
+    try {
+      sock = new WebSocket(wsUrl());
+    } catch (err) {
+      scheduleReconnect();
+      return;
+    }
+    conn.ws = sock;
+    sock.addEventListener('open', () => { opened = true; });
+    sock.addEventListener('message', (ev) => {
+      if (sock !== conn.ws) return;
+      let frame;
+      try { frame = JSON.parse(ev.data); } catch { return; }
+      if (frame && typeof frame === 'object') handleFrame(frame);
+    });
+    // 'error' is always followed by 'close'; all the handling happens there.
+    sock.addEventListener('close', () => {
+      if (sock !== conn.ws) return;
+      conn.ws = null;
+      onDisconnected(opened);
+    });
+  }
+
+  function onDisconnected(opened) {
+    const wasReady = conn.ready;
+    conn.ready = false;
+    failInFlight('Connection lost before the message was confirmed.');
+    for (const conv of state.convs.values()) clearTyping(conv);
+    for (const conv of state.convs.values()) conv.loading = false;
+
+    // A browser WebSocket never exposes the HTTP status of a refused upgrade,
+    // so when a socket carrying credentials dies before opening, ask the same
+    // URL over plain HTTP: the gateway answers 401 for a bad sig/token.
+    if (!opened && !wasReady && state.creds.kind !== 'anon') {
+      probeAuth().then((status) => {
+        if (status === 401) return authFailed();
+        // Server reachable and handling /ws (it just refuses a non-upgrade
+        // GET) yet the socket keeps failing: the credentials are the likely cause.
+        if (status === 400 || status === 405 || status === 426) conn.preOpenFailures += 1;
+        if (conn.preOpenFailures >= 3) return authFailed();
+        scheduleReconnect();
+      });
+      return;
+    }
+    scheduleReconnect();
+  }
+
+  async function probeAuth() {
+    try {
+      const res = await fetch(`/ws${wsQuery()}`, { cache: 'no-store', credentials: 'same-origin' });
+      return res.status;
+    } catch {
+      return 0; // network down / server down: plain reconnect
+    }
+  }
+
+  function scheduleReconnect() {
+    if (conn.authFailed) return;
+    clearTimeout(conn.timer);
+    clearInterval(conn.countdown);
+    const exp = BACKOFF_BASE_MS * 2 ** Math.min(conn.attempt, 10);
+    // Jitter so many tabs don't reconnect in lockstep after a gateway restart.
+    const delay = Math.min(BACKOFF_MAX_MS, Math.round(exp * (0.8 + Math.random() * 0.4)));
+    conn.attempt += 1;
+    const until = Date.now() + delay;
+    const label = () => {
+      const s = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+      setStatus('closed', conn.everConnected ? `Reconnecting in ${s}s…` : `Can't reach the gateway — retrying in ${s}s…`);
+    };
+    label();
+    conn.countdown = setInterval(label, 1000);
+    conn.timer = setTimeout(connect, delay);
+  }
+
+  // Skip the remaining backoff when the network or the tab comes back.
+  function reconnectNow() {
+    if (conn.authFailed || conn.ws) return;
+    conn.attempt = 0;
+    connect();
+  }
+
+  function authFailed() {
+    conn.authFailed = true;
+    clearTimeout(conn.timer);
+    clearInterval(conn.countdown);
+    setStatus('closed', 'Not connected');
+    const c = state.creds;
+    dom.authDetail.textContent = c.kind === 'signed'
+      ? 'The gateway did not accept this link’s signature. You can still chat as an anonymous visitor.'
+      : 'Your saved session could not be resumed. You can continue as a new anonymous visitor.';
+    dom.authBanner.hidden = false;
+    updateComposerState();
+  }
+
+  function continueAnonymously() {
+    const url = new URL(location.href);
+    const hadToken = state.creds.kind === 'token';
+    for (const k of ['user', 'sig', 'token']) url.searchParams.delete(k);
+    history.replaceState(history.state, '', url.toString());
+    if (hadToken) storage.remove(TOKEN_KEY);   // that token is dead; a fresh identity comes in hello
+    state.creds = readCreds();                 // may still pick up an older remembered anon token
+    retryAuth();
+  }
+
+  function retryAuth() {
+    conn.authFailed = false;
+    conn.preOpenFailures = 0;
+    conn.attempt = 0;
+    dom.authBanner.hidden = true;
+    updateComposerState();
+    connect();
+  }
+
+  function sendFrame(frame) {
+    const ws = conn.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return false;
+    try { ws.send(JSON.stringify(frame)); return true; } catch { return false; }
+  }
+
+  // ------------------------------------------------------------------ frames
+
+  function handleFrame(f) {
+    switch (f.type) {
+      case 'hello': onHello(f); break;
+      case 'joined': onJoined(f); break;
+      case 'ack': onAck(f); break;
+      case 'message': onMessage(f); break;
+      case 'typing': onTyping(f); break;
+      case 'delegation': upsertDelegation(f, true); break;
+      case 'history': onHistory(f); break;
+      case 'error': onError(f); break;
+      default: break; // forward compatible: ignore unknown frames
+    }
+  }
+
+  function onHello(f) {
+    const identityChanged = state.platformId != null && state.platformId !== f.platform_id;
+    if (identityChanged) resetConversations();
+    const firstForIdentity = state.platformId !== f.platform_id;
+    state.platformId = f.platform_id || '';
+    state.user = f.user || state.platformId;
+
+    // Only anonymous visitors get a remembered token; a signed page re-signs every load.
+    if (state.creds.kind !== 'signed' && f.token) {
+      storage.set(TOKEN_KEY, f.token);
+      state.creds = { kind: 'token', token: f.token, source: 'storage' };
+    }
+
+    conn.ready = true;
+    conn.attempt = 0;
+    conn.preOpenFailures = 0;
+    conn.everConnected = true;
+    setStatus('open', 'Connected');
+
+    setBots(Array.isArray(f.bots) ? f.bots : []);
+    if (firstForIdentity) loadRooms();
+    renderIdentity();
+
+    // Room membership lives with the connection, so rejoin remembered rooms.
+    for (const room of state.rooms.values()) sendFrame(joinFrame(room));
+
+    const cur = state.current && state.convs.get(state.current);
+    if (!cur || !conversationExists(cur)) {
+      selectConv(initialConvKey(), { focus: !isTouch() });
+    } else {
+      // Re-history the open chat: anything said while we were away shows up.
+      requestHistory(cur);
+      renderHeader();
+    }
+    flushOutbox();
+    updateComposerState();
+  }
+
+  function initialConvKey() {
+    const wanted = new URLSearchParams(location.search).get('bot');
+    if (wanted && state.botsById.has(wanted)) return 'b:' + wanted;
+    if (state.bots.length) return 'b:' + state.bots[0].id;
+    const room = state.rooms.values().next().value;
+    return room ? 'r:' + room.name : null;
+  }
+
+  function conversationExists(conv) {
+    return conv.kind === 'bot' ? state.botsById.has(conv.id) : state.rooms.has(conv.id);
+  }
+
+  function onJoined(f) {
+    const name = String(f.chat || '');
+    if (!name) return;
+    const bots = Array.isArray(f.bots) ? f.bots : [];
+    for (const b of bots) ensureBot(b.id, b.name);
+    const room = addRoom(name, bots.map((b) => b.id));
+    room.joined = true;
+    saveRooms();
+    updateSideItem(getConv('room', name));
+    if (state.current === 'r:' + name) renderHeader();
+    if (state.lastJoin && state.lastJoin.name === name) state.lastJoin = null;
+  }
+
+  function onAck(f) {
+    const entry = state.pending.get(f.client_id);
+    if (!entry) return;
+    state.pending.delete(f.client_id);
+    confirmLocal(entry.conv, entry.local, f.id);
+  }
+
+  // A local (optimistic) message became a stored one with server id `id`.
+  function confirmLocal(conv, local, id) {
+    const key = String(id);
+    conv.local = conv.local.filter((l) => l !== local);
+    state.pending.delete(local.clientId);
+    const node = findLocalEl(local.clientId);
+    if (conv.msgs.has(key)) {
+      // Already shown (echo from the server arrived first): drop the duplicate bubble.
+      if (node) node.remove();
+      return;
+    }
+    const msg = {
+      id, chat: local.chat, bot: local.bot, text: local.text, time: local.time,
+      from: { kind: 'human', id: state.platformId, name: 'You' },
+    };
+    conv.msgs.set(key, msg);
+    conv.last = msg;
+    if (node) node.replaceWith(buildMsgEl(msg, conv, node.classList.contains('cont')));
+    updateSideItem(conv);
+  }
+
+  function onMessage(f) {
+    const m = normalizeMessage(f);
+    if (!m) return;
+    const conv = convForChat(m.chat, m.bot);
+    if (!conv) return;
+    if (conv.kind === 'bot') ensureBot(conv.id, m.from.kind !== 'human' ? m.from.name : null);
+    const key = String(m.id);
+    if (conv.msgs.has(key)) return; // dedupe: several tabs, history overlap
+
+    if (m.from.kind === 'human' && isSelf(m, conv)) {
+      // Our own message echoed before its ack: adopt the pending bubble.
+      const local = conv.local.find((l) => l.text === m.text && l.status !== 'queued');
+      if (local) { confirmLocal(conv, local, m.id); return; }
+    } else {
+      // A reply ends that bot's "typing…" in that chat.
+      clearTyping(conv, m.bot);
+      if (m.from.id && m.from.id !== m.bot) clearTyping(conv, m.from.id);
+    }
+
+    if (m.delegation) upsertDelegation(m.delegation, true);
+    conv.msgs.set(key, m);
+    conv.last = m;
+
+    const own = m.from.kind === 'human' && isSelf(m, conv);
+    if (!own && (state.current !== conv.key || pageHidden())) conv.unread += 1;
+    if (state.current === conv.key) addToView(conv, m);
+    updateSideItem(conv);
+    updateUnreadTotals();
+  }
+
+  function onTyping(f) {
+    if (!f.bot) return;
+    const conv = convForChat(f.chat, f.bot);
+    if (!conv) return;
+    const prev = conv.typing.get(f.bot);
+    if (prev) clearTimeout(prev);
+    conv.typing.set(f.bot, setTimeout(() => { conv.typing.delete(f.bot); typingChanged(conv); }, TYPING_TTL_MS));
+    if (!prev) typingChanged(conv);
+  }
+
+  function onHistory(f) {
+    const conv = f.bot ? getConv('bot', String(f.bot)) : convForChat(f.chat, null);
+    if (!conv) return;
+    if (conv.kind === 'bot') ensureBot(conv.id);
+    const wasLoaded = conv.loaded;
+    conv.loading = false;
+    conv.loaded = true;
+    const list = Array.isArray(f.messages) ? f.messages : [];
+    for (const raw of list) {
+      const m = normalizeMessage(raw);
+      if (m) conv.msgs.set(String(m.id), m);
+    }
+    dropDeliveredLocals(conv);
+    const items = orderedItems(conv);
+    conv.last = items.length ? items[items.length - 1] : null;
+    updateSideItem(conv);
+    if (state.current === conv.key) renderMessages(wasLoaded);
+  }
+
+  function onError(f) {
+    const text = errorText(f);
+    const entry = f.client_id ? state.pending.get(f.client_id) : null;
+    if (entry) {
+      state.pending.delete(f.client_id);
+      const { conv, local } = entry;
+      local.status = 'failed';
+      local.error = text;
+      local.retryable = f.code === 'rate_limited';
+      refreshLocal(local);
+      if (state.current !== conv.key) toast(`${convTitle(conv)}: ${text}`, 'error');
+      return;
+    }
+    // A refused join has no client_id; attribute an error that follows one closely.
+    const lj = state.lastJoin;
+    if (lj && Date.now() - lj.at < JOIN_ERROR_WINDOW_MS && f.code !== 'rate_limited') {
+      state.lastJoin = null;
+      const room = state.rooms.get(lj.name);
+      if (room && !room.joined) removeRoom(lj.name);
+      toast(`Couldn't join “${lj.name}”: ${text}`, 'error');
+      return;
+    }
+    toast(text, 'error');
+  }
+
+  function errorText(f) {
+    const fallback = {
+      bad_request: 'The gateway could not understand that request.',
+      unknown_bot: 'That bot is not available.',
+      unknown_chat: 'That room does not exist.',
+      too_large: 'That message is too long.',
+      rate_limited: 'Slow down — too many messages at once.',
+      not_allowed: 'That is not allowed.',
+    };
+    return (f.message && String(f.message)) || fallback[f.code] || 'Something went wrong.';
+  }
+
+  // ---------------------------------------------------------- conversations
+
+  function getConv(kind, id) {
+    const key = (kind === 'bot' ? 'b:' : 'r:') + id;
+    let conv = state.convs.get(key);
+    if (!conv) {
+      conv = {
+        key, kind, id,
+        msgs: new Map(),    // String(server id) -> message
+        local: [],          // optimistic sends without a server id yet
+        unread: 0,
+        loaded: false,
+        loading: false,
+        typing: new Map(),  // bot id -> expiry timer
+        last: null,
+      };
+      state.convs.set(key, conv);
+    }
+    return conv;
+  }
+
+  // Which pane a chat ID belongs to (SPEC §3/§7): `<platform_id>:<bot>` is the
+  // private chat with that bot, anything else is a room name.
+  function convForChat(chat, bot) {
+    chat = String(chat == null ? '' : chat);
+    if (!chat) return bot ? getConv('bot', String(bot)) : null;
+    const pid = state.platformId;
+    if (pid && chat.startsWith(pid + ':')) return getConv('bot', chat.slice(pid.length + 1));
+    if (state.rooms.has(chat)) return getConv('room', chat);
+    // The same session's private chat on another platform (history by bot spans platforms).
+    if (bot && chat.endsWith(':' + bot)) return getConv('bot', bot);
+    // A room we did not know about — joined from another tab, say.
+    addRoom(chat, []);
+    saveRooms();
+    return getConv('room', chat);
+  }
+
+  function convTitle(conv) {
+    return conv.kind === 'bot' ? botName(conv.id) : '#' + conv.id;
+  }
+
+  function isSelf(m, conv) {
+    if (m.from.kind !== 'human') return false;
+    // In a private pane every human message is this user's (possibly from
+    // Telegram/Discord: history by bot is the whole cross-platform session).
+    if (conv.kind === 'bot') return true;
+    return m.from.id === state.platformId || m.from.id === state.user;
+  }
+
+  function normalizeMessage(raw) {
+    if (!raw || raw.id == null) return null;
+    const from = raw.from && typeof raw.from === 'object' ? raw.from : {};
+    const kind = from.kind === 'human' ? 'human' : 'bot';
+    return {
+      id: raw.id,
+      chat: raw.chat,
+      bot: raw.bot || (kind === 'bot' ? from.id : undefined),
+      from: { kind, id: from.id || (kind === 'bot' ? raw.bot : ''), name: from.name || '' },
+      text: raw.text == null ? '' : String(raw.text),
+      time: raw.time,
+      delegation: raw.delegation && typeof raw.delegation === 'object' ? raw.delegation : null,
+    };
+  }
+
+  function compareIds(a, b) {
+    const x = Number(a.id), y = Number(b.id);
+    if (Number.isFinite(x) && Number.isFinite(y)) return x - y;
+    const ta = parseTime(a.time), tb = parseTime(b.time);
+    return (ta ? ta.getTime() : 0) - (tb ? tb.getTime() : 0) || String(a.id).localeCompare(String(b.id));
+  }
+
+  // Stored messages in server order, then this tab's unconfirmed sends.
+  function orderedItems(conv) {
+    return [...conv.msgs.values()].sort(compareIds).concat(conv.local);
+  }
+
+  function resetConversations() {
+    for (const conv of state.convs.values()) clearTyping(conv);
+    state.convs.clear();
+    state.rooms.clear();
+    state.pending.clear();
+    state.outbox = [];
+    state.delegations.clear();
+    state.current = null;
+    for (const b of sideItems.values()) b.remove();
+    sideItems.clear();
+    dom.delegations.replaceChildren();
+    renderDelegationPanel();
+    dom.messages.replaceChildren();
+  }
+
+  // --------------------------------------------------------------- bots/rooms
+
+  function setBots(list) {
+    state.bots = [];
+    state.botsById = new Map();
+    for (const b of list) {
+      if (!b || !b.id) continue;
+      const bot = { id: String(b.id), name: b.name ? String(b.name) : String(b.id) };
+      state.bots.push(bot);
+      state.botsById.set(bot.id, bot);
+    }
+    renderBotList();
+  }
+
+  // A bot seen in a frame but not in hello (config changed): show it anyway.
+  function ensureBot(id, name) {
+    if (!id || state.botsById.has(id)) return;
+    const bot = { id, name: name || id };
+    state.bots.push(bot);
+    state.botsById.set(id, bot);
+    renderBotList();
+  }
+
+  function loadRooms() {
+    state.rooms.clear();
+    let saved = [];
+    try { saved = JSON.parse(storage.get(ROOMS_KEY + state.platformId) || '[]'); } catch { saved = []; }
+    if (Array.isArray(saved)) {
+      for (const r of saved) if (r && r.name) addRoom(String(r.name), Array.isArray(r.bots) ? r.bots.map(String) : []);
+    }
+    renderRoomList();
+  }
+
+  function saveRooms() {
+    if (!state.platformId) return;
+    const list = [...state.rooms.values()].map((r) => ({ name: r.name, bots: r.bots }));
+    storage.set(ROOMS_KEY + state.platformId, JSON.stringify(list));
+  }
+
+  function addRoom(name, bots) {
+    let room = state.rooms.get(name);
+    if (!room) {
+      room = { name, bots: bots || [], joined: false };
+      state.rooms.set(name, room);
+      getConv('room', name);
+      renderRoomList();
+    } else if (bots && bots.length) {
+      room.bots = bots;
+    }
+    return room;
+  }
+
+  function removeRoom(name) {
+    state.rooms.delete(name);
+    const key = 'r:' + name;
+    const conv = state.convs.get(key);
+    if (conv) clearTyping(conv);
+    state.convs.delete(key);
+    const item = sideItems.get(key);
+    if (item) item.closest('li').remove();
+    sideItems.delete(key);
+    saveRooms();
+    renderRoomList();
+    if (state.current === key) selectConv(initialConvKey(), { focus: false });
+    updateUnreadTotals();
+  }
+
+  // On a re-join the stored bot list is sent again: it is what the user asked
+  // for, and recreates the room as it was if the gateway forgot it.
+  function joinFrame(room) {
+    const f = { type: 'join', chat: room.name };
+    if (room.bots && room.bots.length) f.bots = room.bots;
+    return f;
+  }
+
+  function requestHistory(conv) {
+    if (!conv || !conn.ready) return;
+    const f = conv.kind === 'bot'
+      ? { type: 'history', bot: conv.id, limit: HISTORY_LIMIT }
+      : { type: 'history', chat: conv.id, limit: HISTORY_LIMIT };
+    if (sendFrame(f)) {
+      conv.loading = true;
+      if (state.current === conv.key && !conv.loaded) renderMessages(false);
+    }
+  }
+
+  // ------------------------------------------------------------------ sidebar
+
+  function sideItem(conv) {
+    let b = sideItems.get(conv.key);
+    if (b) return b;
+    b = el('button', conv.kind === 'bot' ? 'bot side-item' : 'room side-item');
+    b.type = 'button';
+    if (conv.kind === 'bot') b.dataset.bot = conv.id;
+    else b.dataset.chat = conv.id;
+    const body = el('span', 'item-body');
+    body.append(el('span', 'item-name'), el('span', 'item-sub'));
+    const badge = el('span', 'unread-dot');
+    badge.setAttribute('aria-hidden', 'true');
+    b.append(convAvatar(conv), body, badge);
+    b.addEventListener('click', () => selectConv(conv.key, { focus: !isTouch() }));
+    sideItems.set(conv.key, b);
+    return b;
+  }
+
+  function updateSideItem(conv) {
+    const b = sideItems.get(conv.key);
+    if (!b) return;
+    const name = convTitle(conv);
+    b.querySelector('.item-name').textContent = conv.kind === 'room' ? conv.id : name;
+    const av = b.querySelector('.avatar');
+    if (conv.kind === 'bot') av.textContent = initials(name);
+
+    const sub = b.querySelector('.item-sub');
+    const typingBots = [...conv.typing.keys()];
+    sub.classList.toggle('is-typing', typingBots.length > 0);
+    if (typingBots.length) {
+      sub.textContent = conv.kind === 'bot' ? 'typing…' : `${botName(typingBots[0])} is typing…`;
+    } else if (conv.last) {
+      const m = conv.last;
+      const own = m.from && m.from.kind === 'human' && isSelf(m, conv);
+      const who = own ? 'You: ' : conv.kind === 'room' ? `${senderName(m)}: ` : '';
+      sub.textContent = who + String(m.text || '').replace(/\s+/g, ' ').trim();
+    } else if (conv.kind === 'room') {
+      const room = state.rooms.get(conv.id);
+      const n = room ? room.bots.length : 0;
+      sub.textContent = n ? `${n} bot${n === 1 ? '' : 's'}` : 'Group room';
+    } else {
+      sub.textContent = 'Private chat';
+    }
+
+    b.classList.toggle('unread', conv.unread > 0);
+    b.querySelector('.unread-dot').textContent = conv.unread > 0 ? (conv.unread > 99 ? '99+' : String(conv.unread)) : '';
+    b.setAttribute('aria-label', `${name}${conv.unread ? `, ${conv.unread} unread` : ''}`);
+    const active = state.current === conv.key;
+    b.classList.toggle('active', active);
+    if (active) b.setAttribute('aria-current', 'true'); else b.removeAttribute('aria-current');
+  }
+
+  function renderBotList() {
+    const items = state.bots.map((bot) => {
+      const conv = getConv('bot', bot.id);
+      const b = sideItem(conv);
+      updateSideItem(conv);
+      const li = b.parentElement && b.parentElement.tagName === 'LI' ? b.parentElement : el('li');
+      li.append(b);
+      return li;
+    });
+    // Drop conversations of bots that are gone from the config.
+    for (const [key, b] of sideItems) {
+      if (key.startsWith('b:') && !state.botsById.has(key.slice(2))) { b.closest('li')?.remove(); sideItems.delete(key); }
+    }
+    dom.botList.replaceChildren(...items);
+    dom.botEmpty.hidden = items.length > 0;
+    dom.botEmpty.textContent = conn.everConnected ? 'No bots are on the web platform yet.' : 'Waiting for the gateway…';
+    renderRoomDialogBots();
+  }
+
+  function renderRoomList() {
+    const items = [...state.rooms.values()].map((room) => {
+      const conv = getConv('room', room.name);
+      const b = sideItem(conv);
+      updateSideItem(conv);
+      const li = b.parentElement && b.parentElement.tagName === 'LI' ? b.parentElement : el('li');
+      li.append(b);
+      return li;
+    });
+    dom.roomList.replaceChildren(...items);
+    dom.roomEmpty.hidden = items.length > 0;
+  }
+
+  function renderIdentity() {
+    const c = state.creds;
+    const signed = c.kind === 'signed';
+    const label = signed ? `Signed in as ${c.user}` : 'Anonymous visitor';
+    const av = avatar(state.platformId || 'anon', signed ? initials(c.user) : '?', 'avatar-sm');
+    const body = el('span', 'identity-body');
+    body.append(el('span', 'identity-name', label), el('span', 'identity-id', state.platformId || ''));
+    dom.identity.replaceChildren(av, body);
+    dom.identity.title = state.user && state.user !== state.platformId ? `${state.platformId} → ${state.user}` : state.platformId || '';
+  }
+
+  function updateUnreadTotals() {
+    let total = 0;
+    for (const conv of state.convs.values()) total += conv.unread;
+    document.title = total ? `(${total}) Switchboard` : 'Switchboard';
+    dom.picker.classList.toggle('has-unread', [...state.convs.values()].some((c) => c.unread && c.key !== state.current));
+    postToParent({ type: 'unread', count: total });
+  }
+
+  // ------------------------------------------------------------- selection
+
+  function selectConv(key, opts) {
+    const conv = key ? state.convs.get(key) : null;
+    const prev = state.current;
+    state.current = conv ? conv.key : null;
+    if (prev && prev !== state.current) {
+      const p = state.convs.get(prev);
+      if (p) updateSideItem(p);
+    }
+    closeDrawer();
+    if (conv) {
+      conv.unread = 0;
+      updateSideItem(conv);
+    }
+    updateUnreadTotals();
+    renderHeader();
+    renderMessages(false);
+    renderTyping();
+    if (conv) requestHistory(conv);
+    updateComposerState();
+    if (opts && opts.focus && conv) dom.composer.focus({ preventScroll: true });
+  }
+
+  function currentConv() {
+    return state.current ? state.convs.get(state.current) || null : null;
+  }
+
+  // ------------------------------------------------------------------ header
+
+  function renderHeader() {
+    const conv = currentConv();
+    if (!conv) {
+      dom.pickerName.textContent = 'Switchboard';
+      dom.pickerSub.textContent = state.bots.length ? '' : 'No conversation';
+      const blank = avatar('switchboard', 'SB');
+      blank.id = 'picker-avatar';
+      dom.pickerAvatar.replaceWith(blank);
+      dom.pickerAvatar = blank;
+      dom.leaveRoom.hidden = true;
+      dom.mentions.hidden = true;
+      return;
+    }
+    const av = convAvatar(conv);
+    av.id = 'picker-avatar';
+    dom.pickerAvatar.replaceWith(av);
+    dom.pickerAvatar = av;
+    dom.pickerName.textContent = conv.kind === 'room' ? conv.id : botName(conv.id);
+    if (conv.kind === 'room') {
+      const room = state.rooms.get(conv.id);
+      const names = room ? room.bots.map(botName) : [];
+      dom.pickerSub.textContent = names.length ? `Room · ${names.join(', ')}` : 'Group room';
+      dom.leaveRoom.hidden = false;
+      renderMentions(room ? room.bots : []);
+    } else {
+      dom.pickerSub.textContent = 'Private chat';
+      dom.leaveRoom.hidden = true;
+      dom.mentions.hidden = true;
+    }
+    dom.composer.placeholder = conv.kind === 'room'
+      ? `Message ${conv.id} — @mention a bot to get its reply`
+      : `Message ${botName(conv.id)}`;
+  }
+
+  // In a group room bots only answer when addressed (SPEC §4): one tap inserts the mention.
+  function renderMentions(botIds) {
+    const chips = botIds.map((id) => {
+      const chip = el('button', 'mention', '@' + id);
+      chip.type = 'button';
+      chip.title = `Mention ${botName(id)}`;
+      chip.addEventListener('click', () => insertAtCursor(dom.composer, '@' + id + ' '));
+      return chip;
+    });
+    dom.mentions.replaceChildren(...chips);
+    dom.mentions.hidden = chips.length === 0;
+  }
+
+  function insertAtCursor(ta, text) {
+    const start = ta.selectionStart ?? ta.value.length;
+    const end = ta.selectionEnd ?? ta.value.length;
+    const before = ta.value.slice(0, start);
+    const pad = before && !/\s$/.test(before) ? ' ' : '';
+    ta.setRangeText(pad + text, start, end, 'end');
+    ta.focus();
+    onComposerInput();
+  }
+
+  // ---------------------------------------------------------------- messages
+
+  function senderName(m) {
+    if (m.from.kind === 'human') return m.from.name || m.from.id || 'Someone';
+    return m.from.name || botName(m.from.id || m.bot);
+  }
+
+  function senderKey(m, conv) {
+    if (m.from.kind === 'human') return isSelf(m, conv) ? 'self' : 'h:' + m.from.id;
+    return 'b:' + (m.from.id || m.bot);
+  }
+
+  function isContinuation(prev, m, conv) {
+    if (!prev) return false;
+    if (senderKey(prev, conv) !== senderKey(m, conv)) return false;
+    const a = parseTime(prev.time), b = parseTime(m.time);
+    if (!a || !b) return true;
+    return dayKey(a) === dayKey(b) && Math.abs(b - a) < GROUP_WINDOW_MS;
+  }
+
+  function buildMsgEl(m, conv, cont) {
+    const human = m.from.kind === 'human';
+    const self = human && isSelf(m, conv);
+    const div = el('div', `msg ${human ? 'msg-human' : 'msg-bot'} ${self ? 'msg-self' : 'msg-other'}`);
+    if (cont) div.classList.add('cont');
+    if (m.id != null) div.dataset.id = String(m.id);
+    if (m.clientId) div.dataset.clientId = m.clientId;
+    if (m.status) div.classList.add('is-' + m.status);
+
+    if (!self) {
+      const seed = human ? 'h:' + m.from.id : m.from.id || m.bot;
+      div.append(avatar(seed, initials(senderName(m)), 'msg-avatar'));
+    }
+
+    const body = el('div', 'msg-body');
+    if (!self) body.append(el('div', 'msg-name', senderName(m)));
+
+    const bubble = el('div', 'bubble');
+    const text = el('div', 'text');
+    fillText(text, m.text);
+    bubble.append(text);
+    body.append(bubble);
+
+    if (m.delegation) body.append(delegTag(m.delegation));
+
+    const meta = el('div', 'msg-meta');
+    const t = parseTime(m.time);
+    if (t) {
+      const time = el('time', null, timeFmt.format(t));
+      time.dateTime = t.toISOString();
+      time.title = fullFmt.format(t);
+      meta.append(time);
+    }
+    if (m.status === 'pending') meta.append(el('span', 'msg-state', 'Sending…'));
+    if (m.status === 'queued') meta.append(el('span', 'msg-state', 'Waiting for connection…'));
+    body.append(meta);
+
+    if (m.status === 'failed') {
+      const err = el('div', 'msg-error');
+      err.setAttribute('role', 'alert');
+      err.append(el('span', null, m.error || 'Not sent.'));
+      if (m.retryable) {
+        const retry = el('button', 'link-button', 'Retry');
+        retry.type = 'button';
+        retry.addEventListener('click', () => retryLocal(conv, m));
+        err.append(retry);
+      }
+      const dismiss = el('button', 'link-button', 'Remove');
+      dismiss.type = 'button';
+      dismiss.addEventListener('click', () => discardLocal(conv, m));
+      err.append(dismiss);
+      body.append(err);
+    }
+
+    div.append(body);
+    return div;
+  }
+
+  function dayDivider(d) {
+    const sep = el('div', 'day-divider');
+    sep.setAttribute('role', 'separator');
+    sep.append(el('span', null, dayLabel(d)));
+    return sep;
+  }
+
+  function emptyState(conv) {
+    const box = el('div', 'empty');
+    if (conv.loading && !conv.loaded) {
+      box.classList.add('loading');
+      box.append(el('span', 'spinner'), el('span', null, 'Loading conversation…'));
+      return box;
+    }
+    box.append(convAvatar(conv, 'avatar-lg'));
+    if (conv.kind === 'bot') {
+      box.append(el('strong', null, botName(conv.id)), el('span', null, `Say hello — ${botName(conv.id)} will reply here.`));
+    } else {
+      box.append(el('strong', null, conv.id), el('span', null, 'A group room. Bots reply when you @mention them.'));
+    }
+    return box;
+  }
+
+  function isAtBottom() {
+    const box = dom.messages;
+    return box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+  }
+
+  function scrollToBottom() {
+    dom.messages.scrollTop = dom.messages.scrollHeight;
+    dom.jump.hidden = true;
+  }
+
+  // Full render of the open conversation. `keepScroll`: a refresh of what the
+  // user is already reading — do not yank them down if they scrolled up.
+  function renderMessages(keepScroll) {
+    const box = dom.messages;
+    const conv = currentConv();
+    const wasAtBottom = isAtBottom();
+    const prevTop = box.scrollTop;
+    const frag = document.createDocumentFragment();
+    if (conv) {
+      const items = orderedItems(conv);
+      if (!items.length) frag.append(emptyState(conv));
+      let prev = null;
+      for (const m of items) {
+        appendItem(frag, m, prev, conv);
+        prev = m;
+      }
+    }
+    box.replaceChildren(frag);
+    if (keepScroll && !wasAtBottom) box.scrollTop = prevTop;
+    else scrollToBottom();
+  }
+
+  function appendItem(parent, m, prev, conv) {
+    const d = parseTime(m.time);
+    const pd = prev ? parseTime(prev.time) : null;
+    const newDay = d && (!pd || dayKey(pd) !== dayKey(d));
+    if (newDay) parent.append(dayDivider(d));
+    parent.append(buildMsgEl(m, conv, !newDay && isContinuation(prev, m, conv)));
+  }
+
+  // Cheap path for the common case (a new message at the end); anything else
+  // (out-of-order arrival, messages landing before pending sends) re-renders.
+  function addToView(conv, m) {
+    const items = orderedItems(conv);
+    const box = dom.messages;
+    const atBottom = isAtBottom();
+    if (items.length < 2 || items[items.length - 1] !== m) {
+      renderMessages(true);
+    } else {
+      appendItem(box, m, items[items.length - 2], conv);
+      box.lastElementChild.classList.add('appear');
+    }
+    const own = m.from && m.from.kind === 'human' && isSelf(m, conv);
+    if (atBottom || own) scrollToBottom();
+    else dom.jump.hidden = false;
+  }
+
+  function findLocalEl(clientId) {
+    return dom.messages.querySelector(`.msg[data-client-id="${CSS.escape(clientId)}"]`);
+  }
+
+  function refreshLocal(local) {
+    const conv = local.conv;
+    if (state.current !== conv.key) return;
+    const node = findLocalEl(local.clientId);
+    const stick = isAtBottom();
+    if (node) node.replaceWith(buildMsgEl(local, conv, node.classList.contains('cont')));
+    else renderMessages(true);
+    if (stick) scrollToBottom();   // the error line under a failed send must be visible
+  }
+
+  // ---------------------------------------------------------------- sending
+
+  function sendCurrent() {
+    const conv = currentConv();
+    if (!conv || conn.authFailed) return;
+    const text = dom.composer.value.trim();
+    if (!text) return;
+
+    const clientId = newClientId();
+    const frame = conv.kind === 'bot'
+      ? { type: 'send', bot: conv.id, text, client_id: clientId }
+      : { type: 'send', chat: conv.id, text, client_id: clientId };
+    const local = {
+      clientId, text, conv, frame,
+      chat: conv.kind === 'bot' ? `${state.platformId}:${conv.id}` : conv.id,
+      bot: conv.kind === 'bot' ? conv.id : undefined,
+      time: new Date().toISOString(),
+      from: { kind: 'human', id: state.platformId, name: 'You' },
+      status: 'pending',
+      error: null,
+      retryable: false,
+    };
+
+    if (utf8Length(JSON.stringify(frame)) > MAX_FRAME_BYTES) {
+      // Same outcome as the server's too_large, without the round trip.
+      toast('That message is too long to send (64 KB limit). Try splitting it.', 'error');
+      return;
+    }
+
+    conv.local.push(local);
+    conv.last = local;
+    dispatchLocal(local);
+    dom.composer.value = '';
+    onComposerInput();
+    addToView(conv, local);
+    updateSideItem(conv);
+  }
+
+  function dispatchLocal(local) {
+    state.pending.set(local.clientId, { conv: local.conv, local });
+    if (conn.ready && sendFrame(local.frame)) {
+      local.status = 'pending';
+    } else {
+      local.status = 'queued';
+      if (!state.outbox.includes(local)) state.outbox.push(local);
+    }
+  }
+
+  function flushOutbox() {
+    const queued = state.outbox;
+    state.outbox = [];
+    for (const local of queued) {
+      if (local.status !== 'queued' || !state.convs.has(local.conv.key)) continue;
+      dispatchLocal(local);
+      refreshLocal(local);
+    }
+  }
+
+  // Sent but never acknowledged when the socket dropped: we cannot know if the
+  // gateway stored it, so say so and let the user retry (history may show it).
+  function failInFlight(reason) {
+    for (const [cid, { local }] of state.pending) {
+      if (local.status !== 'pending') continue;
+      state.pending.delete(cid);
+      local.status = 'failed';
+      local.error = reason;
+      local.retryable = true;
+      local.lostInFlight = true;
+      refreshLocal(local);
+    }
+  }
+
+  // After re-history: an in-flight message the gateway did store shows up as
+  // ours in history — drop the failed bubble rather than show it twice.
+  function dropDeliveredLocals(conv) {
+    const lost = conv.local.filter((l) => l.lostInFlight && l.status === 'failed');
+    if (!lost.length) return;
+    const mine = [...conv.msgs.values()].filter((m) => m.from.kind === 'human' && isSelf(m, conv));
+    for (const l of lost) {
+      const sentAt = parseTime(l.time);
+      const hit = mine.find((m) => {
+        if (m.text !== l.text) return false;
+        const t = parseTime(m.time);
+        return !t || !sentAt || Math.abs(t - sentAt) < 10 * 60 * 1000;
+      });
+      if (hit) conv.local = conv.local.filter((x) => x !== l);
+    }
+  }
+
+  function retryLocal(conv, local) {
+    local.error = null;
+    local.retryable = false;
+    local.lostInFlight = false;
+    dispatchLocal(local);  // same client_id: lets the gateway dedupe if it stored the first try
+    refreshLocal(local);
+  }
+
+  function discardLocal(conv, local) {
+    conv.local = conv.local.filter((l) => l !== local);
+    state.pending.delete(local.clientId);
+    state.outbox = state.outbox.filter((l) => l !== local);
+    const node = findLocalEl(local.clientId);
+    if (node) node.remove();
+    if (!orderedItems(conv).length) renderMessages(false);
+  }
+
+  // ----------------------------------------------------------------- typing
+
+  function clearTyping(conv, bot) {
+    if (bot === undefined) {
+      if (!conv.typing.size) return;
+      for (const t of conv.typing.values()) clearTimeout(t);
+      conv.typing.clear();
+      typingChanged(conv);
+      return;
+    }
+    const t = conv.typing.get(bot);
+    if (t === undefined) return;
+    clearTimeout(t);
+    conv.typing.delete(bot);
+    typingChanged(conv);
+  }
+
+  function typingChanged(conv) {
+    updateSideItem(conv);
+    if (state.current === conv.key) renderTyping();
+  }
+
+  function renderTyping() {
+    const conv = currentConv();
+    const names = conv ? [...conv.typing.keys()].map(botName) : [];
+    if (!names.length) { dom.typing.hidden = true; return; }
+    let text;
+    if (names.length === 1) text = `${names[0]} is typing…`;
+    else if (names.length === 2) text = `${names[0]} and ${names[1]} are typing…`;
+    else text = `${names[0]}, ${names[1]} and ${names.length - 2} more are typing…`;
+    dom.typingText.textContent = text;
+    const stick = isAtBottom();
+    dom.typing.hidden = false;
+    if (stick) scrollToBottom();
+  }
+
+  // -------------------------------------------------------------- delegations
+
+  function upsertDelegation(d, live) {
+    if (!d || d.id == null) return;
+    const id = String(d.id);
+    const prev = state.delegations.get(id);
+    // Frames can cross (a message snapshot after the final status): a finished
+    // delegation never goes back to queued/running.
+    if (prev && TERMINAL.has(prev.status) && !TERMINAL.has(d.status)) return;
+    const rec = Object.assign(prev || {}, {
+      id,
+      from_bot: d.from_bot ?? (prev && prev.from_bot),
+      to_bot: d.to_bot ?? (prev && prev.to_bot),
+      task: d.task ?? (prev && prev.task),
+      status: d.status || (prev && prev.status) || 'queued',
+      depth: d.depth ?? (prev && prev.depth),
+    });
+    state.delegations.set(id, rec);
+    if (live) renderDelegation(rec, !prev);
+    updateDelegTags(rec);
+  }
+
+  function delegWho(d) { return `${botName(d.from_bot)} → ${botName(d.to_bot)}`; }
+
+  // Row text reads "Matty Atlas → Finn Shipley: build the login page · running".
+  function renderDelegation(rec, isNew) {
+    if (!rec.el) {
+      rec.el = el('li', 'delegation');
+      rec.el.dataset.id = rec.id;
+    }
+    const li = rec.el;
+    li.dataset.status = rec.status;
+    const who = el('span', 'deleg-who', delegWho(rec));
+    const task = el('span', 'deleg-task', rec.task || '');
+    const status = el('span', 'deleg-status', rec.status);
+    li.replaceChildren(el('span', 'deleg-dot'), who, document.createTextNode(': '), task, document.createTextNode(' · '), status);
+    li.title = `${delegWho(rec)}: ${rec.task || ''}${rec.depth > 1 ? ` (depth ${rec.depth})` : ''} — ${rec.status}`;
+    if (isNew || !li.isConnected) dom.delegations.prepend(li);
+    // Keep the list short: drop the oldest finished rows first.
+    const rows = [...dom.delegations.children];
+    for (let i = rows.length - 1; i >= 0 && dom.delegations.children.length > MAX_DELEGATIONS_SHOWN; i--) {
+      if (TERMINAL.has(rows[i].dataset.status)) rows[i].remove();
+    }
+    renderDelegationPanel();
+  }
+
+  function renderDelegationPanel() {
+    const rows = [...dom.delegations.children];
+    dom.delegationPanel.hidden = rows.length === 0;
+    const active = rows.filter((r) => !TERMINAL.has(r.dataset.status)).length;
+    dom.delegCount.textContent = active ? `${active} active` : 'all finished';
+    dom.delegCount.classList.toggle('active', active > 0);
+    dom.delegClear.hidden = rows.length === active;
+  }
+
+  function clearFinishedDelegations() {
+    for (const row of [...dom.delegations.children]) {
+      if (!TERMINAL.has(row.dataset.status)) continue;
+      row.remove();
+      const rec = state.delegations.get(row.dataset.id);
+      if (rec) rec.el = null;
+    }
+    renderDelegationPanel();
+  }
+
+  // The small status line under a bot's hand-off message, updated live.
+  function delegTag(d) {
+    const rec = state.delegations.get(String(d.id)) || d;
+    const tag = el('div', 'deleg-tag');
+    tag.dataset.delegationId = String(d.id);
+    fillDelegTag(tag, rec);
+    return tag;
+  }
+
+  function fillDelegTag(tag, d) {
+    tag.dataset.status = d.status || 'queued';
+    tag.replaceChildren(el('span', 'deleg-dot'), el('span', null, `${delegWho(d)} · ${d.status || 'queued'}`));
+    tag.title = d.task || '';
+  }
+
+  function updateDelegTags(rec) {
+    for (const tag of dom.messages.querySelectorAll(`.deleg-tag[data-delegation-id="${CSS.escape(rec.id)}"]`)) fillDelegTag(tag, rec);
+  }
+
+  // ---------------------------------------------------------------- composer
+
+  function onComposerInput() {
+    const ta = dom.composer;
+    // Grow with the text up to a cap, then scroll inside the textarea.
+    ta.style.height = 'auto';
+    ta.style.height = Math.min(ta.scrollHeight, 180) + 'px';
+    updateComposerState();
+  }
+
+  function updateComposerState() {
+    const conv = currentConv();
+    const usable = !!conv && !conn.authFailed;
+    dom.composer.disabled = !usable;
+    dom.send.disabled = !usable || !dom.composer.value.trim();
+    if (!conv) dom.composer.placeholder = conn.everConnected ? 'No bots available' : 'Connecting…';
+  }
+
+  // ------------------------------------------------------- drawer & dialogs
+
+  function isCompact() {
+    return EMBED || window.matchMedia('(max-width: 760px)').matches;
+  }
+
+  function isTouch() {
+    return window.matchMedia('(pointer: coarse)').matches;
+  }
+
+  function openDrawer() {
+    if (!isCompact()) return;
+    dom.app.classList.add('drawer-open');
+    dom.scrim.hidden = false;
+    dom.picker.setAttribute('aria-expanded', 'true');
+    const active = dom.sidebar.querySelector('.side-item.active') || dom.sidebar.querySelector('.side-item');
+    if (active) active.focus({ preventScroll: true });
+  }
+
+  function closeDrawer() {
+    if (!dom.app.classList.contains('drawer-open')) return;
+    dom.app.classList.remove('drawer-open');
+    dom.scrim.hidden = true;
+    dom.picker.setAttribute('aria-expanded', 'false');
+  }
+
+  function renderRoomDialogBots() {
+    const prevChecked = new Map([...dom.roomBots.querySelectorAll('input')].map((i) => [i.value, i.checked]));
+    const rows = state.bots.map((bot) => {
+      const label = el('label', 'room-bot');
+      const box = el('input');
+      box.type = 'checkbox';
+      box.name = 'room-bot';
+      box.value = bot.id;
+      box.checked = prevChecked.has(bot.id) ? prevChecked.get(bot.id) : true;
+      const name = el('span', 'room-bot-name', bot.name);
+      const id = el('span', 'room-bot-id', '@' + bot.id);
+      label.append(box, avatar(bot.id, initials(bot.name), 'avatar-sm'), name, id);
+      return label;
+    });
+    if (!rows.length) rows.push(el('p', 'side-empty', 'No bots yet.'));
+    dom.roomBots.replaceChildren(...rows);
+  }
+
+  function openRoomDialog() {
+    renderRoomDialogBots();
+    for (const box of dom.roomBots.querySelectorAll('input')) box.checked = true;
+    dom.roomName.value = '';
+    dom.roomError.hidden = true;
+    dom.roomDialog.hidden = false;
+    closeDrawer();
+    dom.roomName.focus();
+  }
+
+  function closeRoomDialog() {
+    dom.roomDialog.hidden = true;
+    dom.newRoom.focus({ preventScroll: true });
+  }
+
+  function submitRoomDialog(ev) {
+    ev.preventDefault();
+    const name = dom.roomName.value.trim();
+    const bots = [...dom.roomBots.querySelectorAll('input:checked')].map((i) => i.value);
+    let problem = '';
+    if (!name) problem = 'Give the room a name.';
+    else if (name.includes(':')) problem = 'Room names cannot contain “:” (reserved for private chats).';
+    else if (!state.rooms.has(name) && !bots.length) problem = 'Pick at least one bot.';
+    if (problem) {
+      dom.roomError.textContent = problem;
+      dom.roomError.hidden = false;
+      return;
+    }
+    dom.roomDialog.hidden = true;
+    const existing = state.rooms.get(name);
+    const room = existing || addRoom(name, bots);
+    saveRooms();
+    if (conn.ready) {
+      state.lastJoin = { name, at: Date.now() };
+      sendFrame(joinFrame(room));
+    } // else: joined on the next hello along with every remembered room
+    selectConv('r:' + name, { focus: true });
+  }
+
+  function leaveCurrentRoom() {
+    const conv = currentConv();
+    if (!conv || conv.kind !== 'room') return;
+    if (!window.confirm(`Remove “${conv.id}” from your sidebar? You can join it again by name.`)) return;
+    removeRoom(conv.id);
+  }
+
+  // ------------------------------------------------------------- embedding
+
+  const parentOrigin = (() => {
+    if (window.parent === window) return null;
+    try {
+      if (location.ancestorOrigins && location.ancestorOrigins.length) return location.ancestorOrigins[0];
+      if (document.referrer) return new URL(document.referrer).origin;
+    } catch { /* fall through */ }
+    return '*'; // only unread counts and a close request go out this way
+  })();
+
+  function postToParent(msg) {
+    if (!EMBED || !parentOrigin) return;
+    try { window.parent.postMessage(Object.assign({ source: 'switchboard' }, msg), parentOrigin); } catch { /* ignore */ }
+  }
+
+  function pageHidden() {
+    return document.hidden || (EMBED && !state.embedVisible);
+  }
+
+  function onParentMessage(ev) {
+    if (ev.source !== window.parent || !ev.data || ev.data.source !== 'switchboard-widget') return;
+    if (ev.data.type === 'visibility') {
+      state.embedVisible = !!ev.data.open;
+      if (state.embedVisible) onBecameVisible();
+    }
+  }
+
+  function onBecameVisible() {
+    const conv = currentConv();
+    if (conv && conv.unread) {
+      conv.unread = 0;
+      updateSideItem(conv);
+      updateUnreadTotals();
+    }
+    reconnectNow();
+  }
+
+  // ------------------------------------------------------------------- init
+
+  function bindDom() {
+    const ids = ['app', 'sidebar', 'bot-list', 'bot-empty', 'room-list', 'room-empty', 'new-room', 'identity',
+      'scrim', 'picker', 'picker-avatar', 'picker-name', 'picker-sub', 'status', 'status-label', 'leave-room',
+      'close-embed', 'auth-banner', 'auth-detail', 'continue-anon', 'retry-auth', 'delegation-panel',
+      'deleg-toggle', 'deleg-count', 'deleg-clear', 'delegations', 'messages', 'jump', 'typing', 'typing-text',
+      'composer-form', 'mentions', 'composer', 'send', 'room-dialog', 'room-form', 'room-name', 'room-bots',
+      'room-error', 'room-cancel', 'toasts'];
+    for (const id of ids) dom[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
+  }
+
+  function bindEvents() {
+    dom.composer.addEventListener('input', onComposerInput);
+    dom.composer.addEventListener('keydown', (e) => {
+      // Enter sends, Shift+Enter is a newline; never send mid IME composition.
+      if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey && !e.isComposing && e.keyCode !== 229) {
+        e.preventDefault();
+        sendCurrent();
+      }
+    });
+    dom.composerForm.addEventListener('submit', (e) => { e.preventDefault(); sendCurrent(); dom.composer.focus({ preventScroll: true }); });
+
+    dom.messages.addEventListener('scroll', () => { if (isAtBottom()) dom.jump.hidden = true; }, { passive: true });
+    dom.jump.addEventListener('click', scrollToBottom);
+
+    dom.picker.addEventListener('click', () => (dom.app.classList.contains('drawer-open') ? closeDrawer() : openDrawer()));
+    dom.scrim.addEventListener('click', closeDrawer);
+    dom.newRoom.addEventListener('click', openRoomDialog);
+    dom.roomForm.addEventListener('submit', submitRoomDialog);
+    dom.roomCancel.addEventListener('click', closeRoomDialog);
+    dom.roomDialog.addEventListener('click', (e) => { if (e.target === dom.roomDialog) closeRoomDialog(); });
+    dom.leaveRoom.addEventListener('click', leaveCurrentRoom);
+    dom.closeEmbed.addEventListener('click', () => postToParent({ type: 'close' }));
+
+    dom.continueAnon.addEventListener('click', continueAnonymously);
+    dom.retryAuth.addEventListener('click', retryAuth);
+
+    dom.delegToggle.addEventListener('click', () => {
+      const collapsed = dom.delegationPanel.classList.toggle('collapsed');
+      dom.delegToggle.setAttribute('aria-expanded', String(!collapsed));
+    });
+    dom.delegClear.addEventListener('click', clearFinishedDelegations);
+
+    document.addEventListener('keydown', (e) => {
+      if (e.key !== 'Escape') return;
+      if (!dom.roomDialog.hidden) closeRoomDialog();
+      else if (dom.app.classList.contains('drawer-open')) closeDrawer();
+      else postToParent({ type: 'close' }); // Escape inside the iframe never reaches the host page
+    });
+
+    window.addEventListener('online', reconnectNow);
+    document.addEventListener('visibilitychange', () => { if (!pageHidden()) onBecameVisible(); });
+    window.addEventListener('message', onParentMessage);
+    // Leaving compact layout with the drawer open would leave the scrim behind.
+    window.matchMedia('(max-width: 760px)').addEventListener('change', () => { if (!isCompact()) closeDrawer(); });
+    // Day labels ("Today") go stale across midnight on a long-open tab.
+    setInterval(() => { if (currentConv() && !document.hidden) renderMessages(true); }, 60 * 60 * 1000);
+  }
+
+  function init() {
+    bindDom();
+    if (EMBED) {
+      document.documentElement.classList.add('embed');
+      dom.closeEmbed.hidden = window.parent === window;
+    }
+    bindEvents();
+    state.creds = readCreds();
+    renderHeader();
+    updateComposerState();
+    connect();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);
+  else init();
+})();

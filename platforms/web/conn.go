@@ -1,0 +1,332 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+const (
+	sendBuffer  = 256
+	writeWait   = 10 * time.Second
+	pongWait    = 60 * time.Second
+	pingEvery   = 45 * time.Second
+	hardMaxRead = 1 << 20 // frames above this close the connection
+)
+
+// conn is one widget connection. readLoop handles client frames in order;
+// writeLoop owns every write to the socket.
+type conn struct {
+	a    *Adapter
+	host gateway.Host
+	ws   *websocket.Conn
+	v    visitor
+	out  chan any
+	done chan struct{}
+	once sync.Once
+
+	mu    sync.Mutex
+	rooms map[string]struct{}
+
+	bucket tokenBucket
+}
+
+func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, v visitor) *conn {
+	return &conn{
+		a: a, host: host, ws: ws, v: v,
+		out:    make(chan any, sendBuffer),
+		done:   make(chan struct{}),
+		rooms:  make(map[string]struct{}),
+		bucket: tokenBucket{rate: framesPerSecond, burst: frameBurst},
+	}
+}
+
+// send queues a frame; false if the connection is gone or too slow (a
+// client that lets sendBuffer frames pile up is disconnected and will read
+// history when it comes back).
+func (c *conn) send(f any) bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	select {
+	case c.out <- f:
+		return true
+	default:
+		c.a.log.Warn("slow websocket client disconnected", "platform_id", c.v.platformID)
+		c.close(websocket.CloseTryAgainLater, "too slow")
+		return false
+	}
+}
+
+// close ends the connection once, with a close frame when possible.
+func (c *conn) close(code int, reason string) {
+	c.once.Do(func() {
+		close(c.done)
+		msg := websocket.FormatCloseMessage(code, reason)
+		c.ws.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+		c.ws.Close()
+	})
+}
+
+func (c *conn) joined() map[string]struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]struct{}, len(c.rooms))
+	for r := range c.rooms {
+		out[r] = struct{}{}
+	}
+	return out
+}
+
+func (c *conn) inRoom(room string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.rooms[room]
+	return ok
+}
+
+// writeLoop writes queued frames and pings until the connection closes.
+func (c *conn) writeLoop() {
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case f := <-c.out:
+			c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+			if err := c.ws.WriteJSON(f); err != nil {
+				c.close(websocket.CloseAbnormalClosure, "")
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+				c.close(websocket.CloseAbnormalClosure, "")
+				return
+			}
+		}
+	}
+}
+
+// readLoop greets the client, then handles its frames until it leaves.
+func (c *conn) readLoop() {
+	defer c.close(websocket.CloseNormalClosure, "")
+	c.ws.SetReadLimit(hardMaxRead)
+	c.ws.SetReadDeadline(time.Now().Add(pongWait))
+	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(pongWait)) })
+
+	user := c.host.Resolve(c.v.platformID)
+	bots := c.host.Bots(gateway.PlatformWeb)
+	c.send(helloFrame{Type: "hello", User: user.ID, PlatformID: c.v.platformID, Token: c.v.token, Bots: bots})
+	chats := make([]string, 0, len(bots))
+	for _, b := range bots {
+		chats = append(chats, gateway.PrivateChatID(c.v.platformID, b.ID))
+	}
+	c.host.Reachable(gateway.PlatformWeb, chats...)
+
+	for {
+		kind, r, err := c.ws.NextReader()
+		if err != nil {
+			return
+		}
+		c.ws.SetReadDeadline(time.Now().Add(pongWait))
+		data, err := io.ReadAll(io.LimitReader(r, maxFrameBytes+1))
+		if err != nil {
+			return
+		}
+		if len(data) > maxFrameBytes {
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return
+			}
+			c.refuse(&frameError{Code: codeTooLarge, Message: "frame larger than 65536 bytes"})
+			continue
+		}
+		if !c.bucket.allow(time.Now()) {
+			c.refuse(&frameError{Code: codeRateLimited, Message: "more than 20 frames per second"})
+			continue
+		}
+		if kind != websocket.TextMessage {
+			c.refuse(badRequest("", "frames must be JSON text"))
+			continue
+		}
+		f, err := decodeFrame(data)
+		if err == nil {
+			err = c.handle(f)
+		}
+		if err != nil {
+			c.refuse(err)
+		}
+	}
+}
+
+// refuse answers a frame with an error frame; the connection stays open.
+func (c *conn) refuse(err error) {
+	var fe *frameError
+	if !errors.As(err, &fe) {
+		c.a.log.Error("websocket frame", "platform_id", c.v.platformID, "err", err)
+		fe = &frameError{Code: codeUnavailable, Message: errUnavailable.Error()}
+	}
+	c.send(errorFrame{Type: "error", Code: fe.Code, Message: fe.Message, ClientID: fe.ClientID})
+}
+
+func (c *conn) handle(f inFrame) error {
+	ctx := context.Background()
+	switch f.Type {
+	case "send":
+		return c.handleSend(ctx, f)
+	case "join":
+		return c.handleJoin(ctx, f)
+	case "history":
+		return c.handleHistory(ctx, f)
+	}
+	return badRequest(f.ClientID, "unknown type %q", f.Type)
+}
+
+func (c *conn) onWeb(bot string) bool {
+	for _, b := range c.host.Bots(gateway.PlatformWeb) {
+		if b.ID == bot {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *conn) handleSend(ctx context.Context, f inFrame) error {
+	ev := gateway.Event{
+		Platform: gateway.PlatformWeb,
+		Sender:   gateway.Sender{PlatformID: c.v.platformID, Name: c.displayName()},
+		Text:     f.Text,
+		Mentions: gateway.ParseMentions(f.Text),
+		Time:     time.Now(),
+	}
+	clientID := f.ClientID
+	if clientID == "" {
+		clientID = uuid.NewString()
+	}
+	if f.Bot != "" {
+		if !c.onWeb(f.Bot) {
+			return &frameError{Code: codeUnknownBot, Message: "no bot " + strconv.Quote(f.Bot) + " on the web", ClientID: f.ClientID}
+		}
+		ev.Bot, ev.ChatType = f.Bot, gateway.ChatPrivate
+		ev.ChatID = gateway.PrivateChatID(c.v.platformID, f.Bot)
+		ev.MessageID = clientID
+	} else {
+		if !c.inRoom(f.Chat) {
+			return &frameError{Code: codeUnknownChat, Message: "join " + strconv.Quote(f.Chat) + " before sending to it", ClientID: f.ClientID}
+		}
+		ev.ChatID, ev.ChatType, ev.ChatName = f.Chat, gateway.ChatGroup, f.Chat
+		// Client IDs are only unique per sender.
+		ev.MessageID = c.v.platformID + "/" + clientID
+		if f.ReplyTo > 0 {
+			ev.ReplyTo = strconv.FormatInt(f.ReplyTo, 10)
+		}
+	}
+	rec, err := c.host.Deliver(ctx, ev)
+	switch {
+	case errors.Is(err, gateway.ErrUnknownBot):
+		return &frameError{Code: codeUnknownBot, Message: err.Error(), ClientID: f.ClientID}
+	case err != nil:
+		c.a.log.Error("deliver", "platform_id", c.v.platformID, "err", err)
+		return &frameError{Code: codeUnavailable, Message: errUnavailable.Error(), ClientID: f.ClientID}
+	}
+	c.send(ackFrame{Type: "ack", ClientID: f.ClientID, ID: rec.MessageID})
+	if !rec.Duplicate {
+		c.a.broadcast(ev.ChatID, ev.ChatType == gateway.ChatGroup, c, messageFrame{
+			Type: "message", ID: rec.MessageID, Chat: ev.ChatID, Bot: ev.Bot,
+			From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: ev.Sender.Name},
+			Text: ev.Text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
+		})
+	}
+	return nil
+}
+
+func (c *conn) handleJoin(ctx context.Context, f inFrame) error {
+	bots, err := c.host.JoinRoom(ctx, gateway.PlatformWeb, f.Chat, c.v.platformID, f.Bots)
+	if errors.Is(err, gateway.ErrUnknownBot) {
+		return &frameError{Code: codeUnknownBot, Message: err.Error(), ClientID: f.ClientID}
+	}
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.rooms[f.Chat] = struct{}{}
+	c.mu.Unlock()
+	c.a.joinRoom(c, f.Chat)
+	c.send(joinedFrame{Type: "joined", Chat: f.Chat, Bots: bots})
+	return nil
+}
+
+func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
+	limit := f.Limit
+	if limit == 0 {
+		limit = defaultHistory
+	}
+	limit = min(limit, maxHistory)
+	var msgs []gateway.Message
+	var err error
+	out := historyFrame{Type: "history", Bot: f.Bot, Messages: []messageFrame{}}
+	if f.Bot != "" {
+		if !c.onWeb(f.Bot) {
+			return &frameError{Code: codeUnknownBot, Message: "no bot " + strconv.Quote(f.Bot) + " on the web", ClientID: f.ClientID}
+		}
+		out.Chat = gateway.PrivateChatID(c.v.platformID, f.Bot)
+		msgs, err = c.host.SessionHistory(ctx, f.Bot, c.v.platformID, limit)
+	} else {
+		if !c.inRoom(f.Chat) {
+			return &frameError{Code: codeUnknownChat, Message: "join " + strconv.Quote(f.Chat) + " first", ClientID: f.ClientID}
+		}
+		out.Chat = f.Chat
+		msgs, err = c.host.ChatHistory(ctx, gateway.PlatformWeb, f.Chat, limit)
+	}
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		out.Messages = append(out.Messages, frameOf(m))
+	}
+	c.send(out)
+	return nil
+}
+
+// displayName is the name a visitor's messages carry.
+func (c *conn) displayName() string {
+	if u := c.host.Resolve(c.v.platformID); u.Name != "" {
+		return u.Name
+	}
+	if c.v.verified {
+		return c.v.platformID[len("web-"):]
+	}
+	return "Guest"
+}
+
+// tokenBucket limits frames per connection: rate per second sustained,
+// burst at once.
+type tokenBucket struct {
+	rate, burst float64
+	tokens      float64
+	last        time.Time
+}
+
+func (b *tokenBucket) allow(now time.Time) bool {
+	if b.last.IsZero() {
+		b.tokens = b.burst
+	} else {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

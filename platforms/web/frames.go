@@ -1,0 +1,181 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// Limits of the widget protocol (SPEC §7).
+const (
+	maxFrameBytes   = 65536
+	defaultHistory  = 50
+	maxHistory      = 500
+	maxRoomNameLen  = 64
+	maxClientIDLen  = 128
+	framesPerSecond = 20
+	frameBurst      = 40
+)
+
+// Error codes sent in error frames.
+const (
+	codeBadRequest  = "bad_request"
+	codeUnknownBot  = "unknown_bot"
+	codeUnknownChat = "unknown_chat"
+	codeTooLarge    = "too_large"
+	codeRateLimited = "rate_limited"
+	codeNotAllowed  = "not_allowed"
+	// codeUnavailable is sent when the gateway cannot take the frame now
+	// (shutting down, storage failure); the client may retry.
+	codeUnavailable = "unavailable"
+)
+
+// inFrame is any client → server frame.
+type inFrame struct {
+	Type     string   `json:"type"`
+	Bot      string   `json:"bot,omitempty"`
+	Chat     string   `json:"chat,omitempty"`
+	Text     string   `json:"text,omitempty"`
+	ClientID string   `json:"client_id,omitempty"`
+	ReplyTo  int64    `json:"reply_to,omitempty"`
+	Bots     []string `json:"bots,omitempty"`
+	Limit    int      `json:"limit,omitempty"`
+}
+
+// frameError is a refused frame: its code and message go back to the
+// client in an error frame.
+type frameError struct {
+	Code     string
+	Message  string
+	ClientID string
+}
+
+func (e *frameError) Error() string { return e.Code + ": " + e.Message }
+
+func badRequest(clientID, format string, args ...any) *frameError {
+	return &frameError{Code: codeBadRequest, Message: fmt.Sprintf(format, args...), ClientID: clientID}
+}
+
+// decodeFrame parses and validates one client frame. Every failure is a
+// *frameError with code bad_request.
+func decodeFrame(data []byte) (inFrame, error) {
+	var f inFrame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&f); err != nil {
+		return f, badRequest("", "malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return f, badRequest("", "malformed JSON: more than one value in the frame")
+	}
+	if len(f.ClientID) > maxClientIDLen {
+		return f, badRequest("", "client_id longer than %d bytes", maxClientIDLen)
+	}
+	switch f.Type {
+	case "send":
+		switch {
+		case (f.Bot == "") == (f.Chat == ""):
+			return f, badRequest(f.ClientID, "send needs exactly one of bot or chat")
+		case strings.TrimSpace(f.Text) == "":
+			return f, badRequest(f.ClientID, "send needs a non-empty text")
+		case !utf8.ValidString(f.Text):
+			return f, badRequest(f.ClientID, "text is not valid UTF-8")
+		}
+	case "join":
+		if err := checkRoomName(f.Chat); err != nil {
+			return f, badRequest(f.ClientID, "%v", err)
+		}
+	case "history":
+		if (f.Bot == "") == (f.Chat == "") {
+			return f, badRequest(f.ClientID, "history needs exactly one of bot or chat")
+		}
+		if f.Limit < 0 {
+			return f, badRequest(f.ClientID, "limit must not be negative")
+		}
+	case "":
+		return f, badRequest(f.ClientID, "missing type")
+	default:
+		return f, badRequest(f.ClientID, "unknown type %q", f.Type)
+	}
+	return f, nil
+}
+
+// checkRoomName accepts 1–64 printable characters without ':' (which
+// private chat IDs use).
+func checkRoomName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("missing chat")
+	case len(name) > maxRoomNameLen:
+		return fmt.Errorf("chat name longer than %d bytes", maxRoomNameLen)
+	case !utf8.ValidString(name) || strings.ContainsAny(name, ":\x00\n\r\t"):
+		return errors.New("chat name may not contain ':' or control characters")
+	}
+	return nil
+}
+
+// Server → client frames.
+
+type helloFrame struct {
+	Type       string            `json:"type"`
+	User       string            `json:"user"`
+	PlatformID string            `json:"platform_id"`
+	Token      string            `json:"token"`
+	Bots       []gateway.BotInfo `json:"bots"`
+}
+
+type joinedFrame struct {
+	Type string            `json:"type"`
+	Chat string            `json:"chat"`
+	Bots []gateway.BotInfo `json:"bots"`
+}
+
+type ackFrame struct {
+	Type     string `json:"type"`
+	ClientID string `json:"client_id"`
+	ID       int64  `json:"id"`
+}
+
+type messageFrame struct {
+	Type       string          `json:"type"`
+	ID         int64           `json:"id"`
+	Chat       string          `json:"chat"`
+	Bot        string          `json:"bot,omitempty"`
+	From       gateway.Party   `json:"from"`
+	Text       string          `json:"text"`
+	Time       string          `json:"time"`
+	Delegation json.RawMessage `json:"delegation,omitempty"`
+}
+
+type typingFrame struct {
+	Type string `json:"type"`
+	Chat string `json:"chat"`
+	Bot  string `json:"bot"`
+}
+
+type historyFrame struct {
+	Type     string         `json:"type"`
+	Chat     string         `json:"chat"`
+	Bot      string         `json:"bot,omitempty"`
+	Messages []messageFrame `json:"messages"`
+}
+
+type errorFrame struct {
+	Type     string `json:"type"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	ClientID string `json:"client_id,omitempty"`
+}
+
+// frameOf renders a stored message for the widget.
+func frameOf(m gateway.Message) messageFrame {
+	return messageFrame{
+		Type: "message", ID: m.ID, Chat: m.ChatID, Bot: m.Bot, From: m.From,
+		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano),
+	}
+}

@@ -1,0 +1,174 @@
+package web
+
+import (
+	"errors"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeFrame(t *testing.T) {
+	tests := []struct {
+		name, in string
+		wantErr  string // substring; empty for success
+	}{
+		{"send to bot", `{"type":"send","bot":"matty","text":"hi","client_id":"c1"}`, ""},
+		{"send to room", `{"type":"send","chat":"lobby","text":"@finn hi"}`, ""},
+		{"join", `{"type":"join","chat":"lobby","bots":["finn"]}`, ""},
+		{"history", `{"type":"history","bot":"matty","limit":10}`, ""},
+		{"malformed", `{"type":"send",`, "malformed JSON"},
+		{"not an object", `[1,2]`, "malformed JSON"},
+		{"two values", `{"type":"history","bot":"a"} {}`, "more than one value"},
+		{"no type", `{"bot":"matty"}`, "missing type"},
+		{"unknown type", `{"type":"dance"}`, "unknown type"},
+		{"send without target", `{"type":"send","text":"hi"}`, "exactly one of bot or chat"},
+		{"send with both", `{"type":"send","bot":"a","chat":"b","text":"hi"}`, "exactly one of bot or chat"},
+		{"send empty text", `{"type":"send","bot":"a","text":"  "}`, "non-empty text"},
+		{"join without chat", `{"type":"join"}`, "missing chat"},
+		{"join colon", `{"type":"join","chat":"web-x:finn"}`, "may not contain"},
+		{"history negative", `{"type":"history","bot":"a","limit":-1}`, "negative"},
+		{"wrong field type", `{"type":"send","bot":1,"text":"x"}`, "malformed JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeFrame([]byte(tc.in))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			var fe *frameError
+			if !errors.As(err, &fe) || fe.Code != codeBadRequest {
+				t.Fatalf("err = %v; want a bad_request frame error", err)
+			}
+			if !strings.Contains(fe.Message, tc.wantErr) {
+				t.Errorf("message %q does not mention %q", fe.Message, tc.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzDecodeFrame(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"send","bot":"matty","text":"hi","client_id":"c1"}`,
+		`{"type":"join","chat":"lobby","bots":["finn"]}`,
+		`{"type":"history","chat":"lobby","limit":500}`,
+		`{"type":`, `null`, `"x"`, "\xff\xfe",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fr, err := decodeFrame(data)
+		if err != nil {
+			var fe *frameError
+			if !errors.As(err, &fe) || fe.Code != codeBadRequest {
+				t.Fatalf("error %v is not a bad_request frame error", err)
+			}
+			return
+		}
+		switch fr.Type {
+		case "send", "join", "history":
+		default:
+			t.Fatalf("accepted frame of type %q", fr.Type)
+		}
+	})
+}
+
+func TestIdentify(t *testing.T) {
+	secret := []byte("s3cret")
+	key := []byte("token-key")
+	anon, err := identify(url.Values{}, nil, key)
+	if err != nil || !strings.HasPrefix(anon.platformID, "web-anon-") || anon.token == "" {
+		t.Fatalf("anonymous visitor = %+v, %v", anon, err)
+	}
+	tests := []struct {
+		name    string
+		q       url.Values
+		secret  []byte
+		wantID  string
+		wantErr error
+	}{
+		{"signed", url.Values{"user": {"bryan"}, "sig": {Sign(secret, "bryan")}}, secret, "web-bryan", nil},
+		{"signed upper-case hex", url.Values{"user": {"bryan"}, "sig": {strings.ToUpper(Sign(secret, "bryan"))}}, secret, "web-bryan", nil},
+		{"bad sig", url.Values{"user": {"bryan"}, "sig": {Sign(secret, "mallory")}}, secret, "", errBadSig},
+		{"no secret", url.Values{"user": {"bryan"}, "sig": {Sign(secret, "bryan")}}, nil, "", errNoSecret},
+		{"half", url.Values{"user": {"bryan"}}, secret, "", errHalfSigned},
+		{"bad user", url.Values{"user": {"a b"}, "sig": {Sign(secret, "a b")}}, secret, "", errBadUser},
+		{"resume", url.Values{"token": {anon.token}}, nil, anon.platformID, nil},
+		{"forged token", url.Values{"token": {anon.token + "x"}}, nil, "", errBadToken},
+		{"token for another id", url.Values{"token": {sealToken([]byte("other"), anon.platformID)}}, nil, "", errBadToken},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := identify(tc.q, tc.secret, key)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if v.platformID != tc.wantID {
+				t.Errorf("platform ID = %q, want %q", v.platformID, tc.wantID)
+			}
+		})
+	}
+}
+
+func TestOriginAllowed(t *testing.T) {
+	tests := []struct {
+		origin  string
+		allowed []string
+		want    bool
+	}{
+		{"", nil, true},
+		{"http://127.0.0.1:8080", nil, true},
+		{"http://evil.example", nil, false},
+		{"https://app.example.com", []string{"https://app.example.com"}, true},
+		{"https://app.example.com", []string{"https://other.example.com"}, false},
+		{"https://any.example", []string{"*"}, true},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:8080/ws", nil)
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		if got := originAllowed(r, tc.allowed); got != tc.want {
+			t.Errorf("origin %q allowed %v = %v, want %v", tc.origin, tc.allowed, got, tc.want)
+		}
+	}
+}
+
+func TestTokenBucket(t *testing.T) {
+	b := tokenBucket{rate: framesPerSecond, burst: frameBurst}
+	now := testTime
+	allowed := 0
+	for range 100 {
+		if b.allow(now) {
+			allowed++
+		}
+	}
+	if allowed != frameBurst {
+		t.Errorf("burst allowed %d, want %d", allowed, frameBurst)
+	}
+	// A second later, 20 more.
+	now = now.Add(1e9)
+	allowed = 0
+	for range 100 {
+		if b.allow(now) {
+			allowed++
+		}
+	}
+	if allowed != framesPerSecond {
+		t.Errorf("after 1s allowed %d, want %d", allowed, framesPerSecond)
+	}
+}
+
+var testTime = mustTime("2026-01-02T03:04:05Z")
+
+func mustTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}

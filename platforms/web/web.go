@@ -1,0 +1,277 @@
+// Package web is Switchboard's web widget platform: the chat page at /,
+// the embeddable /widget.js, and the JSON-over-WebSocket protocol at /ws
+// (SPEC §7). It implements gateway.Platform and gateway.Typer.
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure the adapter.
+type Options struct {
+	// Secret is the HMAC key for signed-in users; empty allows anonymous
+	// visitors only.
+	Secret []byte
+	// TokenKey signs anonymous visitors' resume tokens; it must survive
+	// restarts for tokens to stay valid.
+	TokenKey []byte
+	// AllowedOrigins are the extra origins allowed to open /ws.
+	AllowedOrigins []string
+	Logger         *slog.Logger
+}
+
+// Adapter is the web widget platform.
+type Adapter struct {
+	log      *slog.Logger
+	tokenKey []byte
+	settings atomic.Pointer[settings]
+	host     atomic.Pointer[hostRef]
+	upgrader websocket.Upgrader
+
+	mu     sync.Mutex
+	byUser map[string]map[*conn]struct{} // platform ID → connections
+	rooms  map[string]map[*conn]struct{} // room → connections that joined it
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// settings are the options that may change while running.
+type settings struct {
+	secret  []byte
+	origins []string
+}
+
+type hostRef struct{ gateway.Host }
+
+var (
+	_ gateway.Platform = (*Adapter)(nil)
+	_ gateway.Typer    = (*Adapter)(nil)
+)
+
+// New returns an adapter; mount Handler on the HTTP server and Run it.
+func New(opts Options) *Adapter {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	a := &Adapter{
+		log:      opts.Logger.With("platform", gateway.PlatformWeb),
+		tokenKey: opts.TokenKey,
+		byUser:   make(map[string]map[*conn]struct{}),
+		rooms:    make(map[string]map[*conn]struct{}),
+	}
+	a.Configure(opts.Secret, opts.AllowedOrigins)
+	a.upgrader = websocket.Upgrader{
+		ReadBufferSize:  4096,
+		WriteBufferSize: 4096,
+		// The origin check runs before the upgrade in serveWS, with the
+		// settings in force at that moment.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	return a
+}
+
+// Configure swaps the web secret and allowed origins; existing connections
+// are unaffected.
+func (a *Adapter) Configure(secret []byte, origins []string) {
+	a.settings.Store(&settings{secret: secret, origins: origins})
+}
+
+// Name implements gateway.Platform.
+func (a *Adapter) Name() string { return gateway.PlatformWeb }
+
+// Run implements gateway.Platform: it serves connections until ctx ends,
+// then closes every connection itself (http.Server.Shutdown does not close
+// hijacked connections) and waits for their goroutines.
+func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
+	a.host.Store(&hostRef{host})
+	<-ctx.Done()
+	a.mu.Lock()
+	a.closed = true
+	var all []*conn
+	for _, set := range a.byUser {
+		for c := range set {
+			all = append(all, c)
+		}
+	}
+	a.mu.Unlock()
+	for _, c := range all {
+		c.close(websocket.CloseGoingAway, "server shutting down")
+	}
+	a.wg.Wait()
+	return nil
+}
+
+// Handler serves the page, the embed script, the assets and /ws.
+func (a *Adapter) Handler() http.Handler {
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws", a.serveWS)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, static, "index.html")
+	})
+	mux.HandleFunc("GET /widget.js", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, static, "widget.js")
+	})
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", files))
+	return mux
+}
+
+// serveWS authenticates, checks the origin and upgrades.
+func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
+	ref := a.host.Load()
+	if ref == nil {
+		http.Error(w, "web platform not running", http.StatusServiceUnavailable)
+		return
+	}
+	set := a.settings.Load()
+	if !originAllowed(r, set.origins) {
+		a.log.Warn("websocket refused: origin not allowed", "origin", r.Header.Get("Origin"))
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return
+	}
+	v, err := identify(r.URL.Query(), set.secret, a.tokenKey)
+	if err != nil {
+		a.log.Warn("websocket refused", "reason", err.Error())
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
+		return
+	}
+	ws, err := a.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered the request
+	}
+	c := newConn(a, ref.Host, ws, v)
+	if !a.register(c) {
+		c.close(websocket.CloseGoingAway, "server shutting down")
+		return
+	}
+	a.wg.Add(2)
+	go func() { defer a.wg.Done(); c.writeLoop() }()
+	go func() { defer a.wg.Done(); c.readLoop(); a.unregister(c) }()
+}
+
+func (a *Adapter) register(c *conn) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return false
+	}
+	set := a.byUser[c.v.platformID]
+	if set == nil {
+		set = make(map[*conn]struct{})
+		a.byUser[c.v.platformID] = set
+	}
+	set[c] = struct{}{}
+	return true
+}
+
+func (a *Adapter) unregister(c *conn) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if set := a.byUser[c.v.platformID]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(a.byUser, c.v.platformID)
+		}
+	}
+	for room := range c.joined() {
+		if set := a.rooms[room]; set != nil {
+			delete(set, c)
+			if len(set) == 0 {
+				delete(a.rooms, room)
+			}
+		}
+	}
+}
+
+// joinRoom records that c receives room's messages.
+func (a *Adapter) joinRoom(c *conn, room string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	set := a.rooms[room]
+	if set == nil {
+		set = make(map[*conn]struct{})
+		a.rooms[room] = set
+	}
+	set[c] = struct{}{}
+}
+
+// recipients lists the connections that see chatID: the platform ID's
+// connections for a private chat, the room's for a group.
+func (a *Adapter) recipients(chatID string, group bool) []*conn {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var set map[*conn]struct{}
+	if group {
+		set = a.rooms[chatID]
+	} else if pid, _, ok := gateway.SplitPrivateChatID(chatID); ok {
+		set = a.byUser[pid]
+	}
+	out := make([]*conn, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Send implements gateway.Platform. A private message with no connection
+// to receive it is ErrUnreachable, so the outbox keeps it until the user
+// reconnects; a room message is delivered to whoever is in the room (the
+// others read it in the room's history).
+func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) {
+	group := m.ChatType == gateway.ChatGroup
+	f := messageFrame{
+		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
+		Time: m.Time.UTC().Format(time.RFC3339Nano),
+	}
+	sent := 0
+	for _, c := range a.recipients(m.ChatID, group) {
+		if c.send(f) {
+			sent++
+		}
+	}
+	if sent == 0 && !group {
+		return "", gateway.ErrUnreachable
+	}
+	return strconv.FormatInt(m.MessageID, 10), nil
+}
+
+// Typing implements gateway.Typer.
+func (a *Adapter) Typing(ctx context.Context, bot, chatID string) error {
+	_, _, private := gateway.SplitPrivateChatID(chatID)
+	for _, c := range a.recipients(chatID, !private) {
+		c.send(typingFrame{Type: "typing", Chat: chatID, Bot: bot})
+	}
+	return nil
+}
+
+// broadcast sends f to the chat's connections except skip.
+func (a *Adapter) broadcast(chatID string, group bool, skip *conn, f any) {
+	for _, c := range a.recipients(chatID, group) {
+		if c != skip {
+			c.send(f)
+		}
+	}
+}
+
+// errUnavailable wraps gateway failures the client may retry.
+var errUnavailable = errors.New("the gateway cannot take messages right now; try again")
