@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,8 +85,8 @@ func decodeFile(file string, data []byte, out any) *report {
 		return r
 	}
 	checkShape(r, root, reflect.TypeOf(out).Elem())
-	if len(r.structural) > 0 && r.structural[0] == "" {
-		return r // the top level is unusable
+	if slices.Contains(r.structural, "") {
+		return r // the document as a whole is unusable
 	}
 	// Viper decodes the same bytes we parsed, rather than rereading the
 	// file, so that lines and values describe one version of it even while

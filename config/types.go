@@ -178,9 +178,12 @@ var DefaultTriggers = []string{"tell {bot} to {task}", "ask {bot} to {task}"}
 // Platforms is a bot's platforms section. A nil pointer means the bot is
 // not on that platform; `web: {}` (or `web:`) puts it on the web widget.
 type Platforms struct {
-	Web      *Web      `yaml:"web"`
+	// Web puts the bot on the web widget, which needs no token.
+	Web *Web `yaml:"web"`
+	// Telegram puts the bot on Telegram.
 	Telegram *Telegram `yaml:"telegram"`
-	Discord  *Discord  `yaml:"discord"`
+	// Discord puts the bot on Discord.
+	Discord *Discord `yaml:"discord"`
 }
 
 // Web is a bot's web widget settings; it has no keys yet.

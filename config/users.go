@@ -11,6 +11,7 @@ type Users struct {
 
 // UserDefaults is users.yaml's defaults section.
 type UserDefaults struct {
+	// Privacy applies to users who do not set their own.
 	Privacy Privacy `yaml:"privacy"`
 }
 

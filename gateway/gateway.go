@@ -48,6 +48,13 @@ type Gateway struct {
 	queues *queues
 	outbox *outbox
 
+	// intake makes storing an event and queueing its turns one step, so
+	// turns reach their session queues in the order they were stored.
+	intake sync.Mutex
+	// inflight maps a queued turn's ID to a channel closed when it ends;
+	// a turn with After waits on it.
+	inflight sync.Map
+
 	stopped atomic.Bool
 	// turnCtx is the parent of every brain turn; cancelled when the drain
 	// deadline passes.
@@ -113,7 +120,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return fmt.Errorf("gateway start: %w", err)
 	}
 	for _, t := range turns {
-		g.queues.push(t)
+		g.push(t)
 	}
 	pending, err := g.store.PendingOutbox(ctx)
 	if err != nil {
@@ -193,16 +200,45 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		}
 	}
 
+	g.intake.Lock()
 	res, err := g.store.AppendInbound(ctx, Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns})
+	if err == nil && !res.Duplicate {
+		for _, t := range res.Turns {
+			g.push(t)
+		}
+	}
+	g.intake.Unlock()
 	if err != nil {
 		return Receipt{}, fmt.Errorf("deliver: %w", err)
 	}
-	if !res.Duplicate {
-		for _, t := range res.Turns {
-			g.queues.push(t)
-		}
-	}
 	return Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate}, nil
+}
+
+// push queues a stored turn in its session.
+func (g *Gateway) push(t TurnRef) {
+	g.inflight.Store(t.ID, make(chan struct{}))
+	g.queues.push(t)
+}
+
+// finished marks a turn ended (answered or not) for the turns after it.
+func (g *Gateway) finished(id int64) {
+	if ch, ok := g.inflight.LoadAndDelete(id); ok {
+		close(ch.(chan struct{}))
+	}
+}
+
+// waitFor blocks until turn id has ended, if it is still queued.
+func (g *Gateway) waitFor(ctx context.Context, id int64) error {
+	ch, ok := g.inflight.Load(id)
+	if !ok {
+		return nil
+	}
+	select {
+	case <-ch.(chan struct{}):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // resolve maps the sender to a user. Public bots see raw platform IDs.

@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -95,7 +97,11 @@ func (h *harness) open(bots ...*gateway.Bot) {
 		h.t.Fatal(err)
 	}
 	h.store = s
-	h.gw = gateway.New(gateway.Options{Store: s})
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.Default()
+	}
+	h.gw = gateway.New(gateway.Options{Store: s, Logger: logger})
 	h.gw.SetRoster(gateway.NewRoster(bots))
 	h.gw.AddPlatform(h.plat)
 	if err := h.gw.Start(context.Background()); err != nil {

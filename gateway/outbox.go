@@ -17,9 +17,9 @@ const (
 	maxBackoff  = 30 * time.Second
 )
 
-// laneKey orders deliveries: one chat of one bot on one platform gets its
-// messages in the order they were stored.
-type laneKey struct{ platform, bot, chat string }
+// laneKey orders deliveries: one chat on one platform gets its messages in
+// the order they were stored, whichever bot wrote them.
+type laneKey struct{ platform, chat string }
 
 // lane is the queue of one laneKey. A lane is parked when its platform
 // said the recipient is unreachable; it resumes when woken.
@@ -55,7 +55,7 @@ func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, b
 
 // enqueue adds a stored entry to its lane.
 func (o *outbox) enqueue(m Outbound) {
-	key := laneKey{m.Platform, m.Bot, m.ChatID}
+	key := laneKey{m.Platform, m.ChatID}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	l := o.lanes[key]

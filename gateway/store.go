@@ -38,6 +38,10 @@ type Store interface {
 	// MarkFailed gives up on an entry, keeping it with the reason.
 	MarkFailed(ctx context.Context, outboxID int64, reason string) error
 
+	// LastPrivateChat returns the private chat in which a person last
+	// spoke in the session; ok is false when there is none.
+	LastPrivateChat(ctx context.Context, sessionID string) (chat ChatRef, ok bool, err error)
+
 	// FindSession returns the session for key, if it exists.
 	FindSession(ctx context.Context, key SessionKey) (Session, bool, error)
 	// SessionMessages returns a session's last limit chat messages
@@ -113,6 +117,13 @@ const (
 	ScopeGroup = "group"
 )
 
+// ChatRef names a chat on a platform.
+type ChatRef struct {
+	Platform string
+	ChatID   string
+	Type     ChatType
+}
+
 // Session is a stored session.
 type Session struct {
 	ID        string
@@ -149,6 +160,9 @@ type InboundResult struct {
 type TurnRef struct {
 	ID        int64
 	SessionID string
+	// After is the turn that must finish before this one starts (0: none).
+	// It orders the replies of several bots addressed by one message.
+	After int64
 }
 
 // TurnData is a loaded turn.

@@ -29,8 +29,16 @@ const (
 // brain failure becomes an apology from the bot; a store failure leaves
 // the turn pending so the next start runs it again.
 func (g *Gateway) runTurn(ref TurnRef) {
+	defer g.finished(ref.ID)
 	ctx := g.turnCtx
 	log := g.log.With("turn", ref.ID, "session", ref.SessionID)
+	if ref.After != 0 {
+		// Turn IDs only wait on smaller IDs and queues run in ID order, so
+		// the oldest pending turn never waits: no deadlock.
+		if err := g.waitFor(ctx, ref.After); err != nil {
+			return
+		}
+	}
 
 	roster := g.roster.Load()
 	data, err := g.store.LoadTurn(ctx, ref.ID, maxHistoryWindow)
@@ -70,17 +78,24 @@ func (g *Gateway) runTurn(ref TurnRef) {
 		text = fmt.Sprintf("Sorry, %s couldn't answer just now. Please try again in a moment.", bot.Name)
 		reply = brains.Reply{}
 	}
+	to, err := g.route(ctx, data)
+	if err != nil {
+		log.Error("route reply", "err", err)
+		return
+	}
 	msg := &Message{
-		Platform: data.Message.Platform,
-		ChatID:   data.Message.ChatID,
-		ChatType: data.Message.ChatType,
+		Platform: to.Platform,
+		ChatID:   to.ChatID,
+		ChatType: to.Type,
 		Kind:     KindChat,
 		From:     Party{Kind: "bot", ID: bot.ID, Name: bot.Name},
 		UserID:   data.Message.UserID,
 		Bot:      bot.ID,
 		Text:     text,
-		ReplyTo:  data.Message.PlatformMsgID,
 		Time:     g.now(),
+	}
+	if to.ChatID == data.Message.ChatID && to.Platform == data.Message.Platform {
+		msg.ReplyTo = data.Message.PlatformMsgID
 	}
 	if text == "" {
 		msg = nil

@@ -167,12 +167,17 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`, sid, m.ID); err != nil {
 				return err
 			}
-			var tid int64
-			if err := tx.QueryRowContext(ctx, `INSERT INTO turns (session_id, message_id, text, created_at)
-				VALUES (?, ?, ?, ?) RETURNING id`, sid, m.ID, t.Text, at).Scan(&tid); err != nil {
+			ref := gateway.TurnRef{SessionID: sid}
+			var after any
+			if n := len(res.Turns); n > 0 {
+				ref.After = res.Turns[n-1].ID
+				after = ref.After
+			}
+			if err := tx.QueryRowContext(ctx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
+				VALUES (?, ?, ?, ?, ?) RETURNING id`, sid, m.ID, t.Text, after, at).Scan(&ref.ID); err != nil {
 				return err
 			}
-			res.Turns = append(res.Turns, gateway.TurnRef{ID: tid, SessionID: sid})
+			res.Turns = append(res.Turns, ref)
 		}
 		return nil
 	})
@@ -195,6 +200,24 @@ func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsg
 		return "", false, fmt.Errorf("store: bot of message: %w", err)
 	}
 	return bot, true, nil
+}
+
+// LastPrivateChat implements gateway.Store.
+func (s *SQLite) LastPrivateChat(ctx context.Context, sessionID string) (gateway.ChatRef, bool, error) {
+	var c gateway.ChatRef
+	err := s.r.QueryRowContext(ctx, `SELECT c.platform, c.chat_id
+		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+		JOIN conversations c ON c.id = m.conversation_id
+		WHERE sm.session_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
+		ORDER BY sm.message_id DESC LIMIT 1`, sessionID).Scan(&c.Platform, &c.ChatID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, fmt.Errorf("store: last private chat: %w", err)
+	}
+	c.Type = gateway.ChatPrivate
+	return c, true, nil
 }
 
 // FindSession implements gateway.Store.

@@ -16,7 +16,7 @@ var timeNow = time.Now
 
 // PendingTurns implements gateway.Store.
 func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id FROM turns WHERE status = 'pending' ORDER BY id`)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id, COALESCE(after_turn, 0) FROM turns WHERE status = 'pending' ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending turns: %w", err)
 	}
@@ -24,7 +24,7 @@ func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
 	var out []gateway.TurnRef
 	for rows.Next() {
 		var t gateway.TurnRef
-		if err := rows.Scan(&t.ID, &t.SessionID); err != nil {
+		if err := rows.Scan(&t.ID, &t.SessionID, &t.After); err != nil {
 			return nil, fmt.Errorf("store: pending turns: %w", err)
 		}
 		out = append(out, t)
@@ -36,8 +36,8 @@ func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
 func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
 	var d gateway.TurnData
 	var msgID int64
-	err := s.r.QueryRowContext(ctx, `SELECT session_id, message_id, text FROM turns WHERE id = ?`, turnID).
-		Scan(&d.Ref.SessionID, &msgID, &d.Text)
+	err := s.r.QueryRowContext(ctx, `SELECT session_id, message_id, text, COALESCE(after_turn, 0) FROM turns WHERE id = ?`, turnID).
+		Scan(&d.Ref.SessionID, &msgID, &d.Text, &d.Ref.After)
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d: %w", turnID, notFound(err))
 	}
