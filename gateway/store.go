@@ -42,6 +42,12 @@ type Store interface {
 	// spoke in the session; ok is false when there is none.
 	LastPrivateChat(ctx context.Context, sessionID string) (chat ChatRef, ok bool, err error)
 
+	// ListSessions returns the sessions matching f, most recently
+	// updated first.
+	ListSessions(ctx context.Context, f SessionFilter) ([]Session, error)
+	// GetSession returns the session with id, or ErrNotFound.
+	GetSession(ctx context.Context, id string) (Session, error)
+
 	// FindSession returns the session for key, if it exists.
 	FindSession(ctx context.Context, key SessionKey) (Session, bool, error)
 	// SessionMessages returns a session's last limit chat messages
@@ -131,6 +137,15 @@ type Session struct {
 	ResumeID  string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// SessionFilter selects sessions; empty fields match everything.
+type SessionFilter struct {
+	Bot string
+	// ScopeIDs, when not empty, keeps user-scoped sessions whose scope ID
+	// is one of these (a user's master ID and platform IDs).
+	ScopeIDs []string
+	Limit    int
 }
 
 // Inbound is what AppendInbound writes.

@@ -234,6 +234,52 @@ func (s *SQLite) FindSession(ctx context.Context, key gateway.SessionKey) (gatew
 	return sess, true, nil
 }
 
+// ListSessions implements gateway.Store.
+func (s *SQLite) ListSessions(ctx context.Context, f gateway.SessionFilter) ([]gateway.Session, error) {
+	q := `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at FROM sessions WHERE 1 = 1`
+	var args []any
+	if f.Bot != "" {
+		q += ` AND bot = ?`
+		args = append(args, f.Bot)
+	}
+	if len(f.ScopeIDs) > 0 {
+		q += ` AND scope = 'user' AND scope_id IN (?` + strings.Repeat(`, ?`, len(f.ScopeIDs)-1) + `)`
+		for _, id := range f.ScopeIDs {
+			args = append(args, id)
+		}
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	q += ` ORDER BY updated_at DESC, id LIMIT ?`
+	args = append(args, limit)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list sessions: %w", err)
+	}
+	defer rows.Close()
+	out := []gateway.Session{}
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list sessions: %w", err)
+		}
+		out = append(out, sess)
+	}
+	return out, rows.Err()
+}
+
+// GetSession implements gateway.Store.
+func (s *SQLite) GetSession(ctx context.Context, id string) (gateway.Session, error) {
+	sess, err := scanSession(s.r.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+		FROM sessions WHERE id = ?`, id))
+	if err != nil {
+		return sess, fmt.Errorf("store: get session: %w", notFound(err))
+	}
+	return sess, nil
+}
+
 func scanSession(row scanner) (gateway.Session, error) {
 	var s gateway.Session
 	var created, updated int64

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchboard-chat/switchboard/api"
 	"github.com/switchboard-chat/switchboard/config"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/platforms/web"
@@ -34,6 +37,9 @@ type Main struct {
 	// Listen, when set, overrides gateway.listen (tests use
 	// 127.0.0.1:0).
 	Listen string
+	// AdminToken guards the API and dashboard. Empty: the value of
+	// SWITCHBOARD_ADMIN_TOKEN, else a random token printed once.
+	AdminToken string
 
 	watcher *config.Watcher
 	store   *store.SQLite
@@ -100,6 +106,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", listen, err)
 	}
+	generated := m.adminToken()
 	m.srv = &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
 
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -118,6 +125,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	})
 	m.Logger.Info("switchboard serving", "addr", "http://"+m.Addr(), "config", cfg.Dir, "database", cfg.DatabasePath(), "bots", len(cfg.Bots))
 	fmt.Fprintf(m.Stdout, "Switchboard is up: open http://%s\n", m.Addr())
+	if generated {
+		// Printed once, on standard output only: never logged.
+		fmt.Fprintf(m.Stdout, "Dashboard (admin token generated for this run): http://%s/dashboard?token=%s\n", m.Addr(), m.AdminToken)
+	}
 	return nil
 }
 
@@ -150,8 +161,26 @@ func (m *Main) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
+	admin := (&api.Server{Config: m.gw, Sessions: m.store, Token: m.AdminToken, Logger: m.Logger}).Handler()
+	mux.Handle("/api/", admin)
+	mux.Handle("/dashboard", admin)
 	mux.Handle("/", m.web.Handler())
 	return mux
+}
+
+// adminToken settles the admin token; generated is true when it was made
+// up for this run.
+func (m *Main) adminToken() (generated bool) {
+	if m.AdminToken == "" {
+		m.AdminToken = os.Getenv("SWITCHBOARD_ADMIN_TOKEN")
+	}
+	if m.AdminToken != "" {
+		return false
+	}
+	var b [24]byte
+	rand.Read(b[:])
+	m.AdminToken = hex.EncodeToString(b[:])
+	return true
 }
 
 // Close shuts down in order: stop intake, drain the session queues, flush

@@ -1,0 +1,274 @@
+// Package api serves Switchboard's admin HTTP API (SPEC §8) under /api/v1
+// and the dashboard. Every endpoint needs the admin token, as a bearer
+// header or the dashboard's cookie.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/identity"
+)
+
+// Config is the live configuration the API reports.
+type Config interface {
+	Roster() *gateway.Roster
+	Directory() *identity.Directory
+}
+
+// Sessions reads stored sessions and their messages.
+type Sessions interface {
+	ListSessions(ctx context.Context, f gateway.SessionFilter) ([]gateway.Session, error)
+	GetSession(ctx context.Context, id string) (gateway.Session, error)
+	SessionMessages(ctx context.Context, sessionID string, limit int) ([]gateway.Message, error)
+}
+
+// Server is the admin API.
+type Server struct {
+	Config   Config
+	Sessions Sessions
+	// Token is the admin bearer token; it must not be empty.
+	Token  string
+	Logger *slog.Logger
+}
+
+// cookieName holds the admin token for the dashboard's own requests.
+const cookieName = "switchboard_admin"
+
+// Handler returns the API and dashboard routes, all behind the token.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/bots", s.bots)
+	mux.HandleFunc("GET /api/v1/users", s.users)
+	mux.HandleFunc("GET /api/v1/sessions", s.sessions)
+	mux.HandleFunc("GET /api/v1/sessions/{id}/messages", s.sessionMessages)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+	})
+	mux.HandleFunc("GET /dashboard", s.dashboard)
+	return s.auth(mux)
+}
+
+// auth admits requests carrying the token. GET /dashboard?token=… sets an
+// HttpOnly cookie and redirects to the clean URL, so the token leaves the
+// address bar and history.
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/dashboard" && r.URL.Query().Has("token") {
+			if !s.valid(r.URL.Query().Get("token")) {
+				writeError(w, http.StatusUnauthorized, "unauthorized", "bad admin token")
+				return
+			}
+			http.SetCookie(w, &http.Cookie{
+				Name: cookieName, Value: s.Token, Path: "/", HttpOnly: true,
+				SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+			})
+			http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
+			return
+		}
+		if !s.valid(bearer(r)) {
+			writeError(w, http.StatusUnauthorized, "unauthorized",
+				"admin token required: Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) valid(token string) bool {
+	return s.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.Token)) == 1
+}
+
+// bearer extracts the token from the Authorization header or the cookie.
+func bearer(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if t, ok := strings.CutPrefix(h, "Bearer "); ok {
+			return strings.TrimSpace(t)
+		}
+		return ""
+	}
+	if c, err := r.Cookie(cookieName); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// botJSON is a bot as the API shows it.
+type botJSON struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Aliases      []string `json:"aliases"`
+	Public       bool     `json:"public"`
+	Brain        string   `json:"brain"`
+	Platforms    []string `json:"platforms"`
+	SessionScope string   `json:"session_scope"`
+}
+
+func (s *Server) bots(w http.ResponseWriter, r *http.Request) {
+	items := []botJSON{}
+	for _, b := range s.Config.Roster().Bots() {
+		items = append(items, botJSON{
+			ID: b.ID, Name: b.Name, Aliases: nonNil(b.Aliases), Public: b.Public, Brain: b.BrainKind,
+			Platforms: nonNil(b.Platforms), SessionScope: b.SessionScope,
+		})
+	}
+	writeList(w, items)
+}
+
+type userJSON struct {
+	ID         string      `json:"id"`
+	Name       string      `json:"name"`
+	Identities []string    `json:"identities"`
+	Privacy    privacyJSON `json:"privacy"`
+}
+
+type privacyJSON struct {
+	ShareWithOtherBots bool `json:"share_with_other_bots"`
+	Invisible          bool `json:"invisible"`
+}
+
+func (s *Server) users(w http.ResponseWriter, r *http.Request) {
+	items := []userJSON{}
+	for _, u := range s.Config.Directory().Users() {
+		items = append(items, userJSON{
+			ID: u.ID, Name: u.Name, Identities: nonNil(u.Identities),
+			Privacy: privacyJSON{ShareWithOtherBots: u.ShareWithOtherBots, Invisible: u.Invisible},
+		})
+	}
+	writeList(w, items)
+}
+
+// sessionJSON is SPEC §8's session shape.
+type sessionJSON struct {
+	ID        string `json:"id"`
+	Bot       string `json:"bot"`
+	Scope     string `json:"scope"`
+	User      string `json:"user,omitempty"`
+	Platform  string `json:"platform,omitempty"`
+	Chat      string `json:"chat,omitempty"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+func sessionOf(s gateway.Session) sessionJSON {
+	out := sessionJSON{
+		ID: s.ID, Bot: s.Key.Bot, Scope: s.Key.Scope,
+		CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt),
+	}
+	if s.Key.Scope == gateway.ScopeGroup {
+		out.Platform, out.Chat, _ = strings.Cut(s.Key.ScopeID, ":")
+	} else {
+		out.User = s.Key.ScopeID
+	}
+	return out
+}
+
+// sessions lists sessions. user= takes a master or a platform ID and keeps
+// that user's own sessions (group-scoped sessions belong to a group, not
+// to one user, and are left out of a user's list).
+func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := gateway.SessionFilter{Bot: q.Get("bot")}
+	if user := q.Get("user"); user != "" {
+		u, _ := s.Config.Directory().User(user)
+		f.ScopeIDs = append([]string{u.ID}, u.Identities...)
+	}
+	list, err := s.Sessions.ListSessions(r.Context(), f)
+	if err != nil {
+		s.internal(w, err)
+		return
+	}
+	items := make([]sessionJSON, 0, len(list))
+	for _, sess := range list {
+		items = append(items, sessionOf(sess))
+	}
+	writeList(w, items)
+}
+
+// messageJSON is SPEC §8's message shape.
+type messageJSON struct {
+	ID       int64         `json:"id"`
+	Chat     string        `json:"chat"`
+	Platform string        `json:"platform"`
+	From     gateway.Party `json:"from"`
+	Text     string        `json:"text"`
+	Time     string        `json:"time"`
+}
+
+func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r, 50, 500)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := s.Sessions.GetSession(r.Context(), id); errors.Is(err, gateway.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", "no session "+strconv.Quote(id))
+		return
+	} else if err != nil {
+		s.internal(w, err)
+		return
+	}
+	msgs, err := s.Sessions.SessionMessages(r.Context(), id, limit)
+	if err != nil {
+		s.internal(w, err)
+		return
+	}
+	items := make([]messageJSON, 0, len(msgs))
+	for _, m := range msgs {
+		items = append(items, messageJSON{ID: m.ID, Chat: m.ChatID, Platform: m.Platform, From: m.From, Text: m.Text, Time: rfc3339(m.Time)})
+	}
+	writeList(w, items)
+}
+
+// limitParam reads ?limit= with a default and a maximum.
+func limitParam(r *http.Request, def, max int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, errors.New("limit must be a positive whole number")
+	}
+	return min(n, max), nil
+}
+
+func (s *Server) internal(w http.ResponseWriter, err error) {
+	if s.Logger != nil {
+		s.Logger.Error("api", "err", err)
+	}
+	writeError(w, http.StatusInternalServerError, "internal", "internal error")
+}
+
+func writeList[T any](w http.ResponseWriter, items []T) {
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
