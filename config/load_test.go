@@ -283,3 +283,15 @@ func TestEffectivePrivacy(t *testing.T) {
 		})
 	}
 }
+
+// Templates may call the script brain's helpers; unknown functions are
+// still errors.
+func TestTemplateHelpers(t *testing.T) {
+	ok := "bots:\n  - id: a\n    brain: {kind: script, default: '{{lower .Text}} {{join .Match \", \"}}'}\n"
+	mustLoad(t, writeDir(t, ok, minimalUsers))
+	bad := "bots:\n  - id: a\n    brain: {kind: script, default: '{{shout .Text}}'}\n"
+	errs := loadErrors(t, writeDir(t, bad, minimalUsers))
+	if len(errs) != 1 || errs[0].Key != "bots[0].brain.default" || !strings.Contains(errs[0].Message, "shout") {
+		t.Errorf("errors = %v", errs)
+	}
+}

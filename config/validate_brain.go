@@ -56,13 +56,27 @@ func validateScript(r *report, br *Brain, key string) {
 	checkTemplate(r, key+".default", br.Default)
 }
 
-// checkTemplate reports text that does not parse as a Go text/template.
-// Only the built-in functions are known here.
+// ScriptTemplateFuncs names the helpers the script brain gives its
+// templates (brains/script.FuncNames; a test in cmd/switchboard keeps the
+// two lists equal). Validation knows their names, not their code.
+var ScriptTemplateFuncs = []string{"join", "lower", "trim", "upper"}
+
+// templateStubs lets templates that call the script helpers parse.
+var templateStubs = func() template.FuncMap {
+	m := template.FuncMap{}
+	for _, n := range ScriptTemplateFuncs {
+		m[n] = func(...any) string { return "" }
+	}
+	return m
+}()
+
+// checkTemplate reports text that does not parse as a Go text/template
+// with the script brain's helpers.
 func checkTemplate(r *report, key, text string) {
 	if text == "" {
 		return
 	}
-	if _, err := template.New(key).Parse(text); err != nil {
+	if _, err := template.New(key).Funcs(templateStubs).Parse(text); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "template: "+key+":")
 		r.errorf(key, "invalid template: line %s", msg)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -161,6 +162,17 @@ var funcs = template.FuncMap{
 	"upper": strings.ToUpper,
 	"trim":  strings.TrimSpace,
 	"join":  strings.Join,
+}
+
+// FuncNames lists the helpers templates may call besides text/template's
+// builtins, sorted.
+func FuncNames() []string {
+	names := make([]string, 0, len(funcs))
+	for n := range funcs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // parse compiles one template of the config. The template takes the last
