@@ -1,0 +1,78 @@
+package delegation
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Line is one message of recent context shown in a wrapper.
+type Line struct {
+	// Human is true for a person's message, false for a bot's.
+	Human bool
+	Name  string
+	Text  string
+}
+
+// Wrapper is the message the target bot's session receives for a task
+// (SPEC §5 step 2).
+func Wrapper(fromName, userName, task string, context []Line) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "DELEGATED TASK FROM %s\n", strings.ToUpper(fromName))
+	fmt.Fprintf(&sb, "User: %s\n", userName)
+	fmt.Fprintf(&sb, "Task: %s\n", task)
+	if len(context) > 0 {
+		fmt.Fprintf(&sb, "\nRecent context from %s conversation:\n", fromName)
+		for _, l := range context {
+			kind := "Bot"
+			if l.Human {
+				kind = "Human"
+			}
+			fmt.Fprintf(&sb, "- [%s: %s] %s\n", kind, l.Name, oneLine(l.Text))
+		}
+	}
+	sb.WriteString("\nPlease complete this task and respond directly.")
+	return sb.String()
+}
+
+// Callback is the system message the asking bot's session receives when
+// the target finishes (SPEC §5 step 4).
+func Callback(toID, task, result string) string {
+	return fmt.Sprintf("[Bot @%s completed] Task: %s Result: %s", toID, task, result)
+}
+
+// FailedCallback is the system message for a hand-off that failed.
+func FailedCallback(toID, task, reason string) string {
+	return fmt.Sprintf("[Bot @%s failed] Task: %s Error: %s", toID, task, reason)
+}
+
+// Acknowledgement is what the asking bot says at once.
+func Acknowledgement(toName, task string) string {
+	return fmt.Sprintf("Handing this to %s: %s. I'll let you know when it's done.", toName, task)
+}
+
+// Finished is the one-line notice in the chat a hand-off came from, when
+// the result was delivered elsewhere.
+func Finished(toName, result string) string {
+	return fmt.Sprintf("%s finished: %s", toName, Summary(result, 200))
+}
+
+// Unknown is the reply to a hand-off naming no bot.
+func Unknown(written, suggestName string) string {
+	if suggestName == "" {
+		return fmt.Sprintf("I don't know a bot called %s.", written)
+	}
+	return fmt.Sprintf("I don't know a bot called %s — did you mean %s?", written, suggestName)
+}
+
+// Summary is the first line of s, cut to at most n runes.
+func Summary(s string, n int) string {
+	s = oneLine(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
