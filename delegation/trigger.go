@@ -54,7 +54,7 @@ type Parser struct {
 const namePattern = `[\p{L}\p{N}_.'-]+(?:[ \t]+[\p{L}\p{N}_.'-]+){0,2}?`
 
 // NewParser compiles triggers (each containing {bot} and {task}) for the
-// given bots.
+// given bots. No triggers make a parser that finds nothing.
 func NewParser(triggers []string, bots []Bot) (*Parser, error) {
 	p := &Parser{bots: bots, byName: make(map[string]string)}
 	var names []string
@@ -80,9 +80,6 @@ func NewParser(triggers []string, bots []Bot) (*Parser, error) {
 	alts = append(alts, namePattern)
 	botGroup := `(?P<bot>@?(?:` + strings.Join(alts, "|") + `))`
 
-	if len(triggers) == 0 {
-		triggers = DefaultTriggers
-	}
 	for _, t := range triggers {
 		re, err := compileTrigger(t, botGroup)
 		if err != nil {

@@ -15,6 +15,9 @@ var team = []Bot{
 
 func parser(t testing.TB, triggers ...string) *Parser {
 	t.Helper()
+	if len(triggers) == 0 {
+		triggers = DefaultTriggers
+	}
 	p, err := NewParser(triggers, team)
 	if err != nil {
 		t.Fatal(err)

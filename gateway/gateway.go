@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/identity"
 )
 
@@ -42,8 +43,9 @@ type Gateway struct {
 	roster atomic.Pointer[Roster]
 	users  atomic.Pointer[identity.Directory]
 
-	platformsMu sync.RWMutex
-	platforms   map[string]Platform
+	platformsMu     sync.RWMutex
+	platforms       map[string]Platform
+	delegationHooks []func(Delegation)
 
 	queues *queues
 	outbox *outbox
@@ -54,6 +56,9 @@ type Gateway struct {
 	// inflight maps a queued turn's ID to a channel closed when it ends;
 	// a turn with After waits on it.
 	inflight sync.Map
+
+	policy     *delegation.Policy
+	delegation atomic.Pointer[DelegationSettings]
 
 	stopped atomic.Bool
 	// turnCtx is the parent of every brain turn; cancelled when the drain
@@ -79,6 +84,8 @@ func New(opts Options) *Gateway {
 	g.turnCtx, g.cancelTurn = context.WithCancel(context.Background())
 	g.roster.Store(NewRoster(nil))
 	g.users.Store(&identity.Directory{})
+	g.policy = delegation.NewPolicy(delegation.DefaultLimits, opts.Now)
+	g.delegation.Store(&DelegationSettings{Limits: delegation.DefaultLimits, ContextMessages: 3, Timeout: 5 * time.Minute})
 	g.queues = newQueues(g.runTurn)
 	g.outbox = newOutbox(g.store, g.log, g.platform)
 	return g
@@ -90,6 +97,21 @@ func (g *Gateway) SetRoster(r *Roster) { g.roster.Store(r) }
 
 // Roster returns the bots in force.
 func (g *Gateway) Roster() *Roster { return g.roster.Load() }
+
+// DelegationSettings are gateway.delegation from bots.yaml.
+type DelegationSettings struct {
+	Limits delegation.Limits
+	// ContextMessages is how many recent messages the wrapper carries.
+	ContextMessages int
+	// Timeout bounds a delegated turn.
+	Timeout time.Duration
+}
+
+// SetDelegation publishes new delegation settings.
+func (g *Gateway) SetDelegation(s DelegationSettings) {
+	g.delegation.Store(&s)
+	g.policy.SetLimits(s.Limits)
+}
 
 // SetDirectory publishes a new user directory.
 func (g *Gateway) SetDirectory(d *identity.Directory) { g.users.Store(d) }
@@ -115,13 +137,8 @@ func (g *Gateway) platform(name string) (Platform, bool) {
 // Start resumes the work a previous run left: turns not yet answered and
 // replies not yet delivered.
 func (g *Gateway) Start(ctx context.Context) error {
-	turns, err := g.store.PendingTurns(ctx)
-	if err != nil {
-		return fmt.Errorf("gateway start: %w", err)
-	}
-	for _, t := range turns {
-		g.push(t)
-	}
+	// Replies first: a turn run now must not find its reply already in
+	// the outbox list and have it queued twice.
 	pending, err := g.store.PendingOutbox(ctx)
 	if err != nil {
 		return fmt.Errorf("gateway start: %w", err)
@@ -129,6 +146,19 @@ func (g *Gateway) Start(ctx context.Context) error {
 	for _, o := range pending {
 		g.outbox.enqueue(o)
 	}
+	if err := g.settleOpenDelegations(ctx); err != nil {
+		return fmt.Errorf("gateway start: %w", err)
+	}
+	turns, err := g.store.PendingTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("gateway start: %w", err)
+	}
+	g.intake.Lock()
+	for _, t := range turns {
+		g.push(t)
+	}
+	g.intake.Unlock()
+
 	if len(turns)+len(pending) > 0 {
 		g.log.Info("resumed unfinished work", "turns", len(turns), "outbox", len(pending))
 	}

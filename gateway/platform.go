@@ -94,6 +94,8 @@ type Outbound struct {
 	Time    time.Time
 	// Attempt counts deliveries tried before this one.
 	Attempt int
+	// Delegation is set on messages that belong to a hand-off.
+	Delegation *DelegationRef
 }
 
 // Errors a Platform's Send may wrap.

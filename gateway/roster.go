@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/delegation"
 )
 
 // Bot is a bot as the gateway runs it: its identity, its brain and the
@@ -28,6 +29,15 @@ type Bot struct {
 	Platforms []string
 	// SessionScope is ScopeUser or ScopeGroup for group chats.
 	SessionScope string
+	// Allow lists the bots this bot may hand work to ("*": any).
+	Allow []string
+	// Triggers are the bot's hand-off phrases; empty means the defaults.
+	Triggers []string
+}
+
+// Allows reports whether the bot may hand work to bot id.
+func (b *Bot) Allows(id string) bool {
+	return slices.Contains(b.Allow, "*") || slices.Contains(b.Allow, id)
 }
 
 // On reports whether the bot is present on platform.
@@ -47,10 +57,12 @@ func (b *Bot) Names() []string {
 	return slices.Compact(names)
 }
 
-// Roster is an immutable set of bots in configuration order.
+// Roster is an immutable set of bots in configuration order, with each
+// bot's hand-off trigger parser.
 type Roster struct {
-	order []*Bot
-	byID  map[string]*Bot
+	order   []*Bot
+	byID    map[string]*Bot
+	parsers map[string]*delegation.Parser
 }
 
 // NewRoster indexes bots; later duplicates of an ID are ignored
@@ -64,7 +76,36 @@ func NewRoster(bots []*Bot) *Roster {
 		r.byID[b.ID] = b
 		r.order = append(r.order, b)
 	}
+	targets := make([]delegation.Bot, 0, len(r.order))
+	for _, b := range r.order {
+		targets = append(targets, delegation.Bot{ID: b.ID, Name: b.Name, Names: b.Names()})
+	}
+	r.parsers = make(map[string]*delegation.Parser, len(r.order))
+	for _, b := range r.order {
+		// Triggers were validated with the configuration; a bot whose
+		// triggers do not compile simply hands nothing off.
+		if p, err := delegation.NewParser(b.Triggers, targets); err == nil {
+			r.parsers[b.ID] = p
+		}
+	}
 	return r
+}
+
+// Parser returns the trigger parser of bot id.
+func (r *Roster) Parser(id string) (*delegation.Parser, bool) {
+	if r == nil {
+		return nil, false
+	}
+	p, ok := r.parsers[id]
+	return p, ok
+}
+
+// Name returns the display name of bot id, or id itself.
+func (r *Roster) Name(id string) string {
+	if b, ok := r.Bot(id); ok {
+		return b.Name
+	}
+	return id
 }
 
 // Bot returns the bot with id.

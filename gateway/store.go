@@ -27,7 +27,29 @@ type Store interface {
 	LoadTurn(ctx context.Context, turnID int64, historyLimit int) (TurnData, error)
 	// CompleteTurn stores the reply, links it to the session, queues it in
 	// the outbox and marks the turn done, in one transaction.
-	CompleteTurn(ctx context.Context, c Completion) ([]Outbound, error)
+	CompleteTurn(ctx context.Context, c Completion) (Completed, error)
+
+	// StartDelegations stores hand-offs made outside a turn (the API) and
+	// returns the turns it queued.
+	StartDelegations(ctx context.Context, ds []NewDelegation) ([]TurnRef, error)
+	// UpdateDelegation changes a delegation's status outside a turn's
+	// completion (running; failed on restart).
+	UpdateDelegation(ctx context.Context, u DelegationUpdate) error
+	// GetDelegation returns one delegation with its inputs and artifacts,
+	// or ErrNotFound.
+	GetDelegation(ctx context.Context, id string) (Delegation, error)
+	// ListDelegations returns delegations matching f, newest first.
+	ListDelegations(ctx context.Context, f DelegationFilter) ([]Delegation, error)
+	// OpenDelegations lists queued and running delegations that have no
+	// pending turn (interrupted work a restart must settle).
+	OpenDelegations(ctx context.Context) ([]Delegation, error)
+	// Artifacts loads artifacts with their content.
+	Artifacts(ctx context.Context, ids []string) ([]ArtifactRecord, error)
+	// ChatHasBot reports whether bot takes part in a chat.
+	ChatHasBot(ctx context.Context, platform, chatID, bot string) (bool, error)
+	// LastPrivateChatOfUser returns the private chat where the user last
+	// spoke to any bot, and the platform ID they used there.
+	LastPrivateChatOfUser(ctx context.Context, userID string) (chat ChatRef, platformID string, ok bool, err error)
 
 	// PendingOutbox lists undelivered outbox entries, oldest first.
 	PendingOutbox(ctx context.Context) ([]Outbound, error)
@@ -105,6 +127,8 @@ type Message struct {
 	Mentions []string
 	ReplyTo  string
 	Time     time.Time
+	// DelegationID links a message to the hand-off it belongs to.
+	DelegationID string
 }
 
 // SessionKey identifies a session: one bot's memory of one user, or of one
@@ -184,6 +208,8 @@ type TurnRef struct {
 type TurnData struct {
 	Ref     TurnRef
 	Session Session
+	// Delegation is set when the turn is a delegated task.
+	Delegation *Delegation
 	// Message is the message being answered; Text the brain's view of it.
 	Message Message
 	Text    string
@@ -191,17 +217,34 @@ type TurnData struct {
 	History []Message
 }
 
-// Completion is what CompleteTurn writes.
+// Completion is what CompleteTurn writes, all in one transaction.
 type Completion struct {
 	Turn    TurnRef
 	Session string
 	// ResumeID replaces the session's stored resume ID when not empty.
 	ResumeID string
-	// Reply is the bot's message; nil when the turn produced nothing to
-	// say.
-	Reply *Message
-	// Artifacts produced by the turn.
+	// Posts are the messages the turn says, each queued in the outbox in
+	// order (the reply, acknowledgements, notices).
+	Posts []Post
+	// Artifacts produced by the turn, attached to the first post (and to
+	// the delegation of Update, if any).
 	Artifacts []ArtifactRecord
+	// Notes go into sessions without being sent anywhere.
+	Notes []Note
+	// Delegations are hand-offs the turn starts (or refuses).
+	Delegations []NewDelegation
+	// Update changes the status of the turn's own delegation.
+	Update *DelegationUpdate
+	// Retry queues a corrective turn in the same session for the same
+	// delegation, with this text.
+	Retry string
+}
+
+// Completed is what CompleteTurn returns: outbox entries to deliver and
+// turns it queued.
+type Completed struct {
+	Outbox []Outbound
+	Turns  []TurnRef
 }
 
 // ArtifactRecord is a stored artifact.
@@ -212,5 +255,7 @@ type ArtifactRecord struct {
 	Size      int64
 	SHA256    string
 	Producer  string
-	Content   []byte
+	// DelegationID is the hand-off that produced the artifact, if any.
+	DelegationID string
+	Content      []byte
 }

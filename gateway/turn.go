@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -14,20 +15,28 @@ import (
 	"github.com/switchboard-chat/switchboard/brains"
 )
 
+// logger is the gateway's structured logger.
+type logger = *slog.Logger
+
 // typingEvery is how often a running turn refreshes the typing indicator.
 const typingEvery = 4 * time.Second
 
 // The history a turn sees: the bot's window, defaultHistoryWindow when it
-// sets none, never more than maxHistoryWindow.
+// sets none.
+const defaultHistoryWindow = 20
+
+// Store failures inside a turn are retried (holding the session, so its
+// order is kept) with this backoff until the gateway stops.
 const (
-	defaultHistoryWindow = 20
-	maxHistoryWindow     = 200
+	storeRetryMin = 50 * time.Millisecond
+	storeRetryMax = 5 * time.Second
 )
 
-// runTurn answers one queued turn: load it, ask the bot's brain, store the
-// reply with the turn marked done, and hand the reply to the outbox. A
-// brain failure becomes an apology from the bot; a store failure leaves
-// the turn pending so the next start runs it again.
+// runTurn answers one queued turn: load it, decide what the bot says (a
+// hand-off, or its brain's reply), and store that with the turn marked
+// done in one transaction, then hand the messages to the outbox. A brain
+// failure becomes an apology from the bot. A store failure is retried;
+// a turn interrupted by shutdown stays pending and runs on the next start.
 func (g *Gateway) runTurn(ref TurnRef) {
 	defer g.finished(ref.ID)
 	ctx := g.turnCtx
@@ -40,101 +49,199 @@ func (g *Gateway) runTurn(ref TurnRef) {
 		}
 	}
 
-	roster := g.roster.Load()
-	data, err := g.store.LoadTurn(ctx, ref.ID, maxHistoryWindow)
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			log.Error("load turn", "err", err)
-		}
+	var data TurnData
+	if !g.retryStore(ctx, log, "load turn", func() (err error) {
+		data, err = g.store.LoadTurn(ctx, ref.ID, g.historyLimit())
+		return err
+	}) {
 		return
 	}
+	roster := g.roster.Load()
 	bot, ok := roster.Bot(data.Session.Key.Bot)
-	if !ok {
+
+	var c Completion
+	switch {
+	case !ok:
 		// The bot was removed from bots.yaml after the message arrived.
 		log.Warn("turn for a bot no longer configured; closed without reply", "bot", data.Session.Key.Bot)
-		if _, err := g.store.CompleteTurn(ctx, Completion{Turn: ref, Session: ref.SessionID}); err != nil {
-			log.Error("complete turn", "err", err)
+		c = Completion{Turn: ref, Session: ref.SessionID}
+		if d := data.Delegation; d != nil {
+			c = g.failDelegation(c, roster, *d, "the bot is no longer configured")
 		}
+	case data.Delegation != nil:
+		c = g.delegatedTurn(ctx, log, roster, bot, data)
+	default:
+		c = g.ordinaryTurn(ctx, log, roster, bot, data)
+	}
+	if ctx.Err() != nil {
+		return // shutting down: the turn stays pending and runs next start
+	}
+	g.complete(ctx, log, c)
+}
+
+// ordinaryTurn answers a person's message: a hand-off when it holds one of
+// the bot's triggers, else the brain's reply.
+func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, bot *Bot, data TurnData) Completion {
+	c := Completion{Turn: data.Ref, Session: data.Ref.SessionID}
+	to, err := g.route(ctx, data)
+	if err != nil {
+		log.Error("route reply", "err", err)
+		to = ChatRef{Platform: data.Message.Platform, ChatID: data.Message.ChatID, Type: data.Message.ChatType}
+	}
+	if data.Message.From.Kind == "human" {
+		if text, ds, ok := g.handOffs(ctx, roster, bot, data, data.Text, nil, to); ok {
+			c.Posts = append(c.Posts, g.post(bot, data, to, text, ""))
+			c.Delegations = ds
+			return c
+		}
+	}
+
+	stop := g.startTyping(to.Platform, bot.ID, to.ChatID)
+	reply, err := g.think(ctx, bot, data, bot.Timeout)
+	stop()
+	if ctx.Err() != nil {
+		return c
+	}
+	text := strings.TrimSpace(reply.Text)
+	if err != nil {
+		log.Warn("brain failed", "bot", bot.ID, "kind", bot.BrainKind, "err", err)
+		text, reply = apology(bot), brains.Reply{}
+	}
+	c.ResumeID = reply.ResumeID
+	c.Artifacts = artifactRecords(reply.Artifacts, bot.ID)
+	if text != "" {
+		c.Posts = append(c.Posts, g.post(bot, data, to, text, ""))
+		// A reply may itself hand work on (SPEC §1).
+		if note, ds, ok := g.handOffs(ctx, roster, bot, data, text, nil, to); ok {
+			c.Delegations = ds
+			if note != "" {
+				c.Posts = append(c.Posts, g.post(bot, data, to, note, ""))
+			}
+		}
+	}
+	return c
+}
+
+// post is a message from bot in chat to, in the turn's session.
+func (g *Gateway) post(bot *Bot, data TurnData, to ChatRef, text, delegationID string) Post {
+	m := Message{
+		Platform: to.Platform, ChatID: to.ChatID, ChatType: to.Type, Kind: KindChat,
+		From:   Party{Kind: "bot", ID: bot.ID, Name: bot.Name},
+		UserID: data.Message.UserID, Bot: bot.ID, Text: text, Time: g.now(), DelegationID: delegationID,
+	}
+	if data.Delegation != nil {
+		m.UserID = data.Delegation.UserID
+	}
+	if to.ChatID == data.Message.ChatID && to.Platform == data.Message.Platform {
+		m.ReplyTo = data.Message.PlatformMsgID
+	}
+	return Post{Message: m, Session: data.Ref.SessionID}
+}
+
+func apology(bot *Bot) string {
+	return fmt.Sprintf("Sorry, %s couldn't answer just now. Please try again in a moment.", bot.Name)
+}
+
+// complete stores a turn's outcome, retrying store failures, then hands
+// its messages to the outbox, queues the turns it started and pushes the
+// delegation changes to watchers.
+func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
+	var done Completed
+	if !g.retryStore(ctx, log, "complete turn", func() (err error) {
+		done, err = g.store.CompleteTurn(ctx, c)
+		return err
+	}) {
 		return
+	}
+	for _, o := range done.Outbox {
+		g.outbox.enqueue(o)
+	}
+	g.intake.Lock()
+	for _, t := range done.Turns {
+		g.push(t)
+	}
+	g.intake.Unlock()
+	for _, d := range c.Delegations {
+		g.notify(d.Record)
+	}
+	if u := c.Update; u != nil {
+		g.notifyUpdate(ctx, u.ID)
+	}
+}
+
+// retryStore runs fn until it succeeds or ctx ends; false means ctx ended.
+func (g *Gateway) retryStore(ctx context.Context, log logger, what string, fn func() error) bool {
+	wait := storeRetryMin
+	for {
+		err := fn()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		log.Error(what+" failed; retrying", "err", err, "wait", wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, storeRetryMax)
+	}
+}
+
+func (g *Gateway) historyLimit() int {
+	n := defaultHistoryWindow
+	for _, b := range g.roster.Load().Bots() {
+		n = max(n, b.HistoryWindow)
+	}
+	return n
+}
+
+// think runs the brain within timeout.
+func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout time.Duration) (brains.Reply, error) {
+	if bot.Brain == nil {
+		return brains.Reply{}, errors.New("bot has no brain")
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	window := bot.HistoryWindow
 	if window <= 0 {
 		window = defaultHistoryWindow
 	}
-	if window < len(data.History) {
-		data.History = data.History[len(data.History)-window:]
-	}
-
-	stopTyping := g.startTyping(data.Message.Platform, bot.ID, data.Message.ChatID)
-	reply, err := g.think(ctx, bot, data)
-	stopTyping()
-
-	if ctx.Err() != nil {
-		return // shutting down: the turn stays pending and runs next start
-	}
-	text := strings.TrimSpace(reply.Text)
-	if err != nil {
-		log.Warn("brain failed", "bot", bot.ID, "kind", bot.BrainKind, "err", err)
-		text = fmt.Sprintf("Sorry, %s couldn't answer just now. Please try again in a moment.", bot.Name)
-		reply = brains.Reply{}
-	}
-	to, err := g.route(ctx, data)
-	if err != nil {
-		log.Error("route reply", "err", err)
-		return
-	}
-	msg := &Message{
-		Platform: to.Platform,
-		ChatID:   to.ChatID,
-		ChatType: to.Type,
-		Kind:     KindChat,
-		From:     Party{Kind: "bot", ID: bot.ID, Name: bot.Name},
-		UserID:   data.Message.UserID,
-		Bot:      bot.ID,
-		Text:     text,
-		Time:     g.now(),
-	}
-	if to.ChatID == data.Message.ChatID && to.Platform == data.Message.Platform {
-		msg.ReplyTo = data.Message.PlatformMsgID
-	}
-	if text == "" {
-		msg = nil
-	}
-	out, err := g.store.CompleteTurn(ctx, Completion{
-		Turn:      ref,
-		Session:   ref.SessionID,
-		ResumeID:  reply.ResumeID,
-		Reply:     msg,
-		Artifacts: artifactRecords(reply.Artifacts, bot.ID),
-	})
-	if err != nil {
-		log.Error("complete turn", "err", err)
-		return
-	}
-	for _, o := range out {
-		g.outbox.enqueue(o)
-	}
-}
-
-// think runs the brain within the bot's timeout.
-func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData) (brains.Reply, error) {
-	if bot.Brain == nil {
-		return brains.Reply{}, errors.New("bot has no brain")
-	}
-	if bot.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, bot.Timeout)
-		defer cancel()
+	history := data.History
+	if len(history) > window {
+		history = history[len(history)-window:]
 	}
 	turn := brains.Turn{
 		SessionID: data.Session.ID,
 		ResumeID:  data.Session.ResumeID,
 		Bot:       brains.Bot{ID: bot.ID, Name: bot.Name, Persona: bot.Persona},
-		User:      g.turnUser(bot, data.Message),
+		User:      g.turnUser(bot, data),
 		Platform:  data.Message.Platform,
 		Group:     data.Message.ChatType == ChatGroup,
 		Text:      data.Text,
-		History:   entries(data.History),
+		History:   entries(history),
+	}
+	if d := data.Delegation; d != nil {
+		turn.Platform = d.Origin.Platform
+		if turn.Platform == "" {
+			turn.Platform = PlatformAPI
+		}
+		turn.Group = false
+		inputs, err := g.store.Artifacts(ctx, d.Inputs)
+		if err != nil {
+			return brains.Reply{}, fmt.Errorf("delegation inputs: %w", err)
+		}
+		turn.Delegation = &brains.Delegation{
+			ID: d.ID, From: g.roster.Load().Name(d.From), FromID: d.From, Task: d.Task, Depth: d.Depth,
+		}
+		for _, a := range inputs {
+			turn.Delegation.Inputs = append(turn.Delegation.Inputs, brains.Artifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Content: a.Content})
+		}
 	}
 	if turn.Group {
 		group, err := g.store.ChatMessages(ctx, data.Message.Platform, data.Message.ChatID, 20)
@@ -147,7 +254,11 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData) (brains.Re
 }
 
 // turnUser names the person a turn answers.
-func (g *Gateway) turnUser(bot *Bot, m Message) brains.User {
+func (g *Gateway) turnUser(bot *Bot, data TurnData) brains.User {
+	if d := data.Delegation; d != nil {
+		return brains.User{ID: d.UserID, Name: d.UserName}
+	}
+	m := data.Message
 	if bot.Public {
 		return brains.User{ID: m.From.ID, Name: m.From.Name}
 	}

@@ -17,7 +17,7 @@ import (
 // no conversation).
 const messageColumns = `m.id, COALESCE(c.platform, ''), COALESCE(c.chat_id, ''), COALESCE(c.kind, ''),
 	m.platform_msg_id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text,
-	m.mentions, m.reply_to, m.created_at`
+	m.mentions, m.reply_to, m.created_at, m.delegation_id`
 
 type scanner interface{ Scan(...any) error }
 
@@ -26,7 +26,7 @@ func scanMessage(row scanner) (gateway.Message, error) {
 	var chatType, mentions string
 	var at int64
 	err := row.Scan(&m.ID, &m.Platform, &m.ChatID, &chatType, &m.PlatformMsgID, &m.Kind,
-		&m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &mentions, &m.ReplyTo, &at)
+		&m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &mentions, &m.ReplyTo, &at, &m.DelegationID)
 	if err != nil {
 		return m, err
 	}
@@ -86,10 +86,10 @@ func insertMessage(ctx context.Context, tx *sql.Tx, conv int64, m gateway.Messag
 	}
 	var id int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
-		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
-		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time)).Scan(&id)
+		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID).Scan(&id)
 	return id, err
 }
 
@@ -130,7 +130,7 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 		if err := addParticipant(ctx, tx, conv, "user", ev.Sender.PlatformID, at); err != nil {
 			return err
 		}
-		if ev.ChatType == gateway.ChatPrivate {
+		if ev.Bot != "" {
 			if err := addParticipant(ctx, tx, conv, "bot", ev.Bot, at); err != nil {
 				return err
 			}

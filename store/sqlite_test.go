@@ -50,8 +50,8 @@ func TestOpenSetsPragmasAndMigratesOnce(t *testing.T) {
 	var version int
 	db.QueryRow("PRAGMA journal_mode").Scan(&mode)
 	db.QueryRow("PRAGMA user_version").Scan(&version)
-	if mode != "wal" || version != 2 {
-		t.Errorf("journal_mode=%s user_version=%d; want wal, 2", mode, version)
+	if mode != "wal" || version != 3 {
+		t.Errorf("journal_mode=%s user_version=%d; want wal, 3", mode, version)
 	}
 }
 
@@ -98,19 +98,19 @@ func TestCompleteTurnIsIdempotent(t *testing.T) {
 	turn := res.Turns[0]
 	c := gateway.Completion{
 		Turn: turn, Session: turn.SessionID, ResumeID: "resume-1",
-		Reply: &gateway.Message{
+		Posts: []gateway.Post{{Session: turn.SessionID, Message: gateway.Message{
 			Platform: "web", ChatID: "web-ann:matty", ChatType: gateway.ChatPrivate, Kind: gateway.KindChat,
 			From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, Bot: "matty", Text: "hello Ann", Time: time.Now(),
-		},
+		}}},
 		Artifacts: []gateway.ArtifactRecord{{ID: "art-1", Name: "a.txt", MediaType: "text/plain", Size: 1, SHA256: "x", Producer: "matty", Content: []byte("a")}},
 	}
 	out, err := s.CompleteTurn(ctx, c)
-	if err != nil || len(out) != 1 {
+	if err != nil || len(out.Outbox) != 1 {
 		t.Fatalf("complete = %v, %v", out, err)
 	}
 	// A turn re-run after a crash stores no second reply.
 	out2, err := s.CompleteTurn(ctx, c)
-	if err != nil || len(out2) != 0 {
+	if err != nil || len(out2.Outbox) != 0 {
 		t.Fatalf("second complete = %v, %v", out2, err)
 	}
 	msgs, _ := s.SessionMessages(ctx, turn.SessionID, 10)

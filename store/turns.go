@@ -36,12 +36,20 @@ func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
 func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
 	var d gateway.TurnData
 	var msgID int64
-	err := s.r.QueryRowContext(ctx, `SELECT session_id, message_id, text, COALESCE(after_turn, 0) FROM turns WHERE id = ?`, turnID).
-		Scan(&d.Ref.SessionID, &msgID, &d.Text, &d.Ref.After)
+	var delegation sql.NullString
+	err := s.r.QueryRowContext(ctx, `SELECT session_id, message_id, text, COALESCE(after_turn, 0), delegation_id FROM turns WHERE id = ?`, turnID).
+		Scan(&d.Ref.SessionID, &msgID, &d.Text, &d.Ref.After, &delegation)
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d: %w", turnID, notFound(err))
 	}
 	d.Ref.ID = turnID
+	if delegation.Valid {
+		del, err := s.GetDelegation(ctx, delegation.String)
+		if err != nil {
+			return d, fmt.Errorf("store: load turn %d: %w", turnID, err)
+		}
+		d.Delegation = &del
+	}
 	d.Session, err = scanSession(s.r.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
 		FROM sessions WHERE id = ?`, d.Ref.SessionID))
 	if err != nil {
@@ -64,52 +72,74 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 }
 
 // CompleteTurn implements gateway.Store. Completing a turn that is already
-// done changes nothing and returns no outbox entries, so a turn re-run
-// after a crash is answered once.
-func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) ([]gateway.Outbound, error) {
-	var out []gateway.Outbound
+// done changes nothing and returns nothing, so a turn re-run after a crash
+// is answered once.
+func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gateway.Completed, error) {
+	var out gateway.Completed
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		out = nil
-		var status string
-		if err := tx.QueryRowContext(ctx, `SELECT status FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status); err != nil {
-			return notFound(err)
-		}
-		if status != "pending" {
-			return nil
+		out = gateway.Completed{}
+		// A completion without a turn settles a delegation (after a
+		// restart); it has no turn to check or close.
+		var delegation sql.NullString
+		if c.Turn.ID != 0 {
+			var status string
+			if err := tx.QueryRowContext(ctx, `SELECT status, delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status, &delegation); err != nil {
+				return notFound(err)
+			}
+			if status != "pending" {
+				return nil
+			}
 		}
 		now := micros(timeNow())
 		var replyID any
-		if m := c.Reply; m != nil {
-			conv, _, err := ensureConversation(ctx, tx, m.Platform, m.ChatID, m.ChatType, "", now)
+		for i, p := range c.Posts {
+			o, err := post(ctx, tx, p, now)
 			if err != nil {
 				return err
 			}
-			if err := addParticipant(ctx, tx, conv, "bot", m.Bot, now); err != nil {
-				return err
-			}
-			id, err := insertMessage(ctx, tx, conv, *m)
-			if err != nil {
-				return err
-			}
-			replyID = id
-			if _, err := tx.ExecContext(ctx, `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`, c.Session, id); err != nil {
-				return err
-			}
-			o := gateway.Outbound{
-				MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
-				From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
-			}
-			if err := tx.QueryRowContext(ctx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, id, m.Platform, m.Bot, m.ChatID, now, now).Scan(&o.OutboxID); err != nil {
-				return err
-			}
-			out = append(out, o)
-			for _, a := range c.Artifacts {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content, message_id, created_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, a.Content, id, now); err != nil {
+			if i == 0 {
+				replyID = o.MessageID
+				if err := insertArtifacts(ctx, tx, c.Artifacts, o.MessageID, delegation.String, now); err != nil {
 					return err
 				}
 			}
+			out.Outbox = append(out.Outbox, o)
+		}
+		if len(c.Posts) == 0 && len(c.Artifacts) > 0 {
+			if err := insertArtifacts(ctx, tx, c.Artifacts, 0, delegation.String, now); err != nil {
+				return err
+			}
+		}
+		for _, n := range c.Notes {
+			if err := note(ctx, tx, n); err != nil {
+				return err
+			}
+		}
+		for _, d := range c.Delegations {
+			ref, err := startDelegation(ctx, tx, d, now)
+			if err != nil {
+				return err
+			}
+			if ref.ID != 0 {
+				out.Turns = append(out.Turns, ref)
+			}
+		}
+		if c.Update != nil {
+			if err := updateDelegation(ctx, tx, *c.Update, now); err != nil {
+				return err
+			}
+		}
+		if c.Retry != "" {
+			var tid int64
+			if err := tx.QueryRowContext(ctx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+				SELECT session_id, message_id, ?, delegation_id, ? FROM turns WHERE id = ? RETURNING id`,
+				c.Retry, now, c.Turn.ID).Scan(&tid); err != nil {
+				return err
+			}
+			out.Turns = append(out.Turns, gateway.TurnRef{ID: tid, SessionID: c.Session})
+		}
+		if c.Turn.ID == 0 {
+			return nil
 		}
 		if c.ResumeID != "" {
 			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET resume_id = ?, updated_at = ? WHERE id = ?`, c.ResumeID, now, c.Session); err != nil {
@@ -122,9 +152,72 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) ([]gate
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: complete turn %d: %w", c.Turn.ID, err)
+		return gateway.Completed{}, fmt.Errorf("store: complete turn %d: %w", c.Turn.ID, err)
 	}
 	return out, nil
+}
+
+// post stores a message in its chat (and session) and queues it in the
+// outbox.
+func post(ctx context.Context, tx *sql.Tx, p gateway.Post, now int64) (gateway.Outbound, error) {
+	m := p.Message
+	conv, _, err := ensureConversation(ctx, tx, m.Platform, m.ChatID, m.ChatType, "", now)
+	if err != nil {
+		return gateway.Outbound{}, err
+	}
+	if err := addParticipant(ctx, tx, conv, "bot", m.Bot, now); err != nil {
+		return gateway.Outbound{}, err
+	}
+	id, err := insertMessage(ctx, tx, conv, m)
+	if err != nil {
+		return gateway.Outbound{}, err
+	}
+	if p.Session != "" {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`, p.Session, id); err != nil {
+			return gateway.Outbound{}, err
+		}
+	}
+	o := gateway.Outbound{
+		MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
+		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
+	}
+	if err := tx.QueryRowContext(ctx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, id, m.Platform, m.Bot, m.ChatID, now, now).Scan(&o.OutboxID); err != nil {
+		return gateway.Outbound{}, err
+	}
+	if m.DelegationID != "" {
+		if o.Delegation, err = delegationRef(ctx, tx, m.DelegationID); err != nil {
+			return gateway.Outbound{}, err
+		}
+	}
+	return o, nil
+}
+
+// note stores a session-only message.
+func note(ctx context.Context, tx *sql.Tx, n gateway.Note) error {
+	id, err := insertMessage(ctx, tx, 0, n.Message)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`, n.Session, id)
+	return err
+}
+
+func insertArtifacts(ctx context.Context, tx *sql.Tx, arts []gateway.ArtifactRecord, msgID int64, delegation string, now int64) error {
+	var msg, del any
+	if msgID != 0 {
+		msg = msgID
+	}
+	if delegation != "" {
+		del = delegation
+	}
+	for _, a := range arts {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content, message_id, delegation_id, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, a.Content, msg, del, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PendingOutbox implements gateway.Store.
@@ -147,6 +240,11 @@ func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) 
 		}
 		o.MessageID, o.Platform, o.Bot, o.ChatID, o.ChatType = m.ID, m.Platform, m.Bot, m.ChatID, m.ChatType
 		o.From, o.Text, o.ReplyTo, o.Time = m.From, m.Text, m.ReplyTo, m.Time
+		if m.DelegationID != "" {
+			if o.Delegation, err = s.delegationRef(ctx, m.DelegationID); err != nil {
+				return nil, fmt.Errorf("store: pending outbox: %w", err)
+			}
+		}
 		out = append(out, o)
 	}
 	return out, rows.Err()

@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/brains/script"
 	"github.com/switchboard-chat/switchboard/config"
+	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
 )
@@ -26,6 +27,10 @@ func (m *Main) apply(cfg *config.Config) error {
 	}
 	m.gw.SetRoster(roster)
 	m.gw.SetDirectory(dir)
+	d := cfg.Gateway.Delegation
+	limits := delegation.DefaultLimits
+	limits.MaxDepth, limits.Cooldown = d.MaxDepth, d.Cooldown
+	m.gw.SetDelegation(gateway.DelegationSettings{Limits: limits, ContextMessages: d.ContextMessages, Timeout: d.Timeout})
 	return nil
 }
 
@@ -66,6 +71,8 @@ func buildRoster(cfg *config.Config) (*gateway.Roster, error) {
 			Timeout:       cb.Brain.Timeout,
 			HistoryWindow: cb.Brain.ContextMessages,
 			SessionScope:  cb.Groups.SessionScope,
+			Allow:         cb.Delegation.Allow,
+			Triggers:      cb.Delegation.Triggers,
 		}
 		for _, p := range []string{gateway.PlatformWeb, gateway.PlatformTelegram, gateway.PlatformDiscord} {
 			if cb.On(p) {

@@ -149,7 +149,12 @@ type messageFrame struct {
 	From       gateway.Party   `json:"from"`
 	Text       string          `json:"text"`
 	Time       string          `json:"time"`
-	Delegation json.RawMessage `json:"delegation,omitempty"`
+	Delegation *gateway.DelegationRef `json:"delegation,omitempty"`
+}
+
+type delegationFrame struct {
+	Type string `json:"type"`
+	gateway.DelegationRef
 }
 
 type typingFrame struct {

@@ -8,10 +8,12 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,8 +63,10 @@ type settings struct {
 type hostRef struct{ gateway.Host }
 
 var (
-	_ gateway.Platform = (*Adapter)(nil)
-	_ gateway.Typer    = (*Adapter)(nil)
+	_ gateway.Platform          = (*Adapter)(nil)
+	_ gateway.Typer             = (*Adapter)(nil)
+	_ gateway.PrivateChatter    = (*Adapter)(nil)
+	_ gateway.DelegationWatcher = (*Adapter)(nil)
 )
 
 // New returns an adapter; mount Handler on the HTTP server and Run it.
@@ -241,7 +245,7 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) 
 	group := m.ChatType == gateway.ChatGroup
 	f := messageFrame{
 		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
-		Time: m.Time.UTC().Format(time.RFC3339Nano),
+		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
 	}
 	sent := 0
 	for _, c := range a.recipients(m.ChatID, group) {
@@ -253,6 +257,32 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) 
 		return "", gateway.ErrUnreachable
 	}
 	return strconv.FormatInt(m.MessageID, 10), nil
+}
+
+// PrivateChat implements gateway.PrivateChatter: a web visitor's chat with
+// a bot is named after both and needs no opening.
+func (a *Adapter) PrivateChat(_ context.Context, bot, platformID string) (string, error) {
+	if !strings.HasPrefix(platformID, "web-") {
+		return "", fmt.Errorf("web: %q is not a web identity", platformID)
+	}
+	return gateway.PrivateChatID(platformID, bot), nil
+}
+
+// DelegationChanged implements gateway.DelegationWatcher: the user's open
+// widget connections get a delegation frame.
+func (a *Adapter) DelegationChanged(ref gateway.DelegationRef, platformIDs []string) {
+	f := delegationFrame{Type: "delegation", DelegationRef: ref}
+	a.mu.Lock()
+	var conns []*conn
+	for _, pid := range platformIDs {
+		for c := range a.byUser[pid] {
+			conns = append(conns, c)
+		}
+	}
+	a.mu.Unlock()
+	for _, c := range conns {
+		c.send(f)
+	}
 }
 
 // Typing implements gateway.Typer.
