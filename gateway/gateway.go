@@ -175,7 +175,15 @@ func (g *Gateway) Drain(ctx context.Context) error {
 	g.StopIntake()
 	err := g.queues.drain(ctx)
 	g.cancelTurn()
-	g.queues.wait()
+	// A brain that ignores its context could hold us forever; its turn
+	// stays pending and runs on the next start.
+	waited := make(chan struct{})
+	go func() { g.queues.wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(time.Second):
+		g.log.Warn("a brain turn did not stop when cancelled; leaving it behind")
+	}
 	return err
 }
 

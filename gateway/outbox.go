@@ -27,6 +27,9 @@ type lane struct {
 	items   []Outbound
 	running bool
 	parked  bool
+	// wakes counts wake calls, so a wake that arrives while a delivery is
+	// failing as unreachable is not lost.
+	wakes int
 }
 
 // outbox delivers stored replies through their platforms, in order per
@@ -72,9 +75,12 @@ func (o *outbox) wake(platform string, chats []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for key, l := range o.lanes {
-		if key.platform == platform && l.parked && slices.Contains(chats, key.chat) {
-			l.parked = false
-			o.startLocked(key, l)
+		if key.platform == platform && slices.Contains(chats, key.chat) {
+			l.wakes++
+			if l.parked {
+				l.parked = false
+				o.startLocked(key, l)
+			}
 		}
 	}
 }
@@ -105,11 +111,17 @@ func (o *outbox) work(key laneKey, l *lane) {
 			return
 		}
 		m := l.items[0]
+		wakes := l.wakes
 		o.mu.Unlock()
 
 		parked := o.deliver(m)
 
 		o.mu.Lock()
+		if parked && l.wakes != wakes && o.ctx.Err() == nil {
+			// The recipient came back while we were failing to reach it.
+			o.mu.Unlock()
+			continue
+		}
 		if parked {
 			l.parked = true
 			l.running = false

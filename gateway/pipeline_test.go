@@ -302,3 +302,34 @@ func TestGroupMessageNeedsAddress(t *testing.T) {
 		t.Errorf("%d replies, want 2", n)
 	}
 }
+
+// A message that waited while the bot answered the one before it sees that
+// answer in its history.
+func TestQueuedTurnSeesEarlierReply(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var second []string
+	b := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		if tr.Text == "first" {
+			<-release
+		} else {
+			mu.Lock()
+			for _, e := range tr.History {
+				second = append(second, e.Kind+":"+e.Text)
+			}
+			mu.Unlock()
+		}
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	})
+	h := newHarness(t, bot("matty", b))
+	h.deliver(private("web-ann", "matty", "1", "first"))
+	h.deliver(private("web-ann", "matty", "2", "second"))
+	close(release)
+	h.plat.next(t)
+	h.plat.next(t)
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(second, "|") != "human:first|bot:re first" {
+		t.Errorf("second turn's history = %q", second)
+	}
+}

@@ -31,6 +31,10 @@ func newQueues(run func(TurnRef)) *queues {
 func (q *queues) push(t TurnRef) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.draining && q.idle == nil {
+		// Stopped: the turn is stored and runs on the next start.
+		return
+	}
 	q.depth.Add(1)
 	waiting, running := q.active[t.SessionID]
 	q.active[t.SessionID] = append(waiting, t)

@@ -102,6 +102,10 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 	if ctx.Err() != nil {
 		return c
 	}
+	// The person may have moved to another chat while the bot thought.
+	if now, err := g.route(ctx, data); err == nil {
+		to = now
+	}
 	text := strings.TrimSpace(reply.Text)
 	if err != nil {
 		log.Warn("brain failed", "bot", bot.ID, "kind", bot.BrainKind, "err", err)
@@ -178,6 +182,10 @@ func (g *Gateway) retryStore(ctx context.Context, log logger, what string, fn fu
 			return true
 		}
 		if ctx.Err() != nil {
+			return false
+		}
+		if errors.Is(err, ErrNotFound) {
+			log.Error(what+" failed; giving up", "err", err)
 			return false
 		}
 		log.Error(what+" failed; retrying", "err", err, "wait", wait)

@@ -63,8 +63,9 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 	d.History, err = queryMessages(ctx, s.r, `SELECT * FROM (SELECT `+messageColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		LEFT JOIN conversations c ON c.id = m.conversation_id
-		WHERE sm.session_id = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
-		d.Ref.SessionID, msgID, historyLimit)
+		WHERE sm.session_id = ? AND m.id != ? AND (m.id < ? OR m.from_kind != 'human')
+		ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
+		d.Ref.SessionID, msgID, msgID, historyLimit)
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d history: %w", turnID, err)
 	}

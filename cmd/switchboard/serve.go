@@ -23,8 +23,8 @@ import (
 
 // Shutdown budget (SPEC: everything within 10 s).
 const (
-	drainTimeout = 5 * time.Second
-	flushTimeout = 3 * time.Second
+	drainTimeout = 4 * time.Second
+	flushTimeout = 2 * time.Second
 	closeTimeout = 2 * time.Second
 )
 

@@ -55,7 +55,8 @@ func identify(q url.Values, secret, tokenKey []byte) (visitor, error) {
 		if len(secret) == 0 {
 			return visitor{}, errNoSecret
 		}
-		if !webUserPattern.MatchString(user) {
+		// "anon-" is reserved for anonymous visitors' IDs.
+		if !webUserPattern.MatchString(user) || strings.HasPrefix(user, "anon-") {
 			return visitor{}, errBadUser
 		}
 		if !hmac.Equal([]byte(strings.ToLower(sig)), []byte(Sign(secret, user))) {

@@ -19,7 +19,10 @@ const (
 	writeWait   = 10 * time.Second
 	pongWait    = 60 * time.Second
 	pingEvery   = 45 * time.Second
-	hardMaxRead = 1 << 20 // frames above this close the connection
+	// Frames over 64 KiB are refused with too_large and the connection
+	// stays open; only a frame over hardMaxRead (which no client of the
+	// protocol sends) closes it, so one peer cannot make us read forever.
+	hardMaxRead = 8 << 20
 )
 
 // conn is one widget connection. readLoop handles client frames in order;

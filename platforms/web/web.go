@@ -115,9 +115,12 @@ func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
 		}
 	}
 	a.mu.Unlock()
+	// In parallel: each close writes a close frame with its own deadline.
+	var closing sync.WaitGroup
 	for _, c := range all {
-		c.close(websocket.CloseGoingAway, "server shutting down")
+		closing.Go(func() { c.close(websocket.CloseGoingAway, "server shutting down") })
 	}
+	closing.Wait()
 	a.wg.Wait()
 	return nil
 }
@@ -168,7 +171,6 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.close(websocket.CloseGoingAway, "server shutting down")
 		return
 	}
-	a.wg.Add(2)
 	go func() { defer a.wg.Done(); c.writeLoop() }()
 	go func() { defer a.wg.Done(); c.readLoop(); a.unregister(c) }()
 }
@@ -179,6 +181,8 @@ func (a *Adapter) register(c *conn) bool {
 	if a.closed {
 		return false
 	}
+	// Added under the lock that Run takes before it waits.
+	a.wg.Add(2)
 	set := a.byUser[c.v.platformID]
 	if set == nil {
 		set = make(map[*conn]struct{})
