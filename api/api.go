@@ -33,8 +33,9 @@ type Sessions interface {
 
 // Server is the admin API.
 type Server struct {
-	Config   Config
-	Sessions Sessions
+	Config      Config
+	Sessions    Sessions
+	Delegations Delegations
 	// Token is the admin bearer token; it must not be empty.
 	Token  string
 	Logger *slog.Logger
@@ -50,6 +51,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/users", s.users)
 	mux.HandleFunc("GET /api/v1/sessions", s.sessions)
 	mux.HandleFunc("GET /api/v1/sessions/{id}/messages", s.sessionMessages)
+	mux.HandleFunc("POST /api/v1/delegations", s.postDelegation)
+	mux.HandleFunc("GET /api/v1/delegations", s.listDelegations)
+	mux.HandleFunc("GET /api/v1/delegations/{id}", s.getDelegation)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})

@@ -90,6 +90,9 @@ type Delegation struct {
 	Task   string
 	Depth  int
 	Inputs []Artifact
+	// Wrapper is the hand-off message as the gateway framed it: who asks,
+	// for whom, the task and recent context (SPEC §5).
+	Wrapper string
 }
 
 // Reply is what a brain says back.

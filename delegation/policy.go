@@ -15,8 +15,10 @@ type Limits struct {
 	MaxDepth int
 	// Cooldown separates hand-offs from one bot to another for one user.
 	Cooldown time.Duration
-	// PairBurst hand-offs between two bots (either way) within PairWindow
-	// pause the pair for PairPause.
+	// PairBurst hand-offs between two bots (either way) for one user
+	// within PairWindow pause the pair, for that user, for PairPause.
+	// Counting per user keeps one user's runaway chain from blocking
+	// everyone else's hand-offs (delegation never crosses users).
 	PairBurst  int
 	PairWindow time.Duration
 	PairPause  time.Duration
@@ -39,6 +41,10 @@ type Request struct {
 	Allowed bool
 	// Public is whether either bot is public.
 	Public bool
+	// Programmatic hand-offs (the API) skip the per-user cooldown, which
+	// exists to stop chatty chains, not scripted callers; the pair rate
+	// limit still applies.
+	Programmatic bool
 }
 
 // Refusal codes.
@@ -69,8 +75,8 @@ type Policy struct {
 
 	mu     sync.Mutex
 	limits Limits
-	last   map[[3]string]time.Time // (from, to, user) → last hand-off
-	pairs  map[[2]string]*pairState
+	last   map[[3]string]time.Time  // (from, to, user) → last hand-off
+	pairs  map[[3]string]*pairState // (bot, bot, user)
 }
 
 type pairState struct {
@@ -83,7 +89,7 @@ func NewPolicy(l Limits, now func() time.Time) *Policy {
 	if now == nil {
 		now = time.Now
 	}
-	return &Policy{now: now, limits: l, last: make(map[[3]string]time.Time), pairs: make(map[[2]string]*pairState)}
+	return &Policy{now: now, limits: l, last: make(map[[3]string]time.Time), pairs: make(map[[3]string]*pairState)}
 }
 
 // SetLimits replaces the limits (configuration reload).
@@ -111,11 +117,11 @@ func (p *Policy) Admit(r Request) error {
 		return &Refusal{RefusedDepth, fmt.Sprintf("I can't hand this on to %s: the chain of hand-offs would be %d deep and the limit is %d.", r.ToName, r.Depth, l.MaxDepth)}
 	}
 	key := [3]string{r.From, r.To, r.User}
-	if last, ok := p.last[key]; ok && now.Sub(last) < l.Cooldown {
+	if last, ok := p.last[key]; ok && !r.Programmatic && now.Sub(last) < l.Cooldown {
 		wait := l.Cooldown - now.Sub(last)
 		return &Refusal{RefusedCooldown, fmt.Sprintf("I handed %s a task for you moments ago; I can hand over another in %s.", r.ToName, roundUp(wait))}
 	}
-	pk := pairKey(r.From, r.To)
+	pk := pairKey(r.From, r.To, r.User)
 	ps := p.pairs[pk]
 	if ps == nil {
 		ps = &pairState{}
@@ -136,11 +142,11 @@ func (p *Policy) Admit(r Request) error {
 	return nil
 }
 
-func pairKey(a, b string) [2]string {
+func pairKey(a, b, user string) [3]string {
 	if a > b {
 		a, b = b, a
 	}
-	return [2]string{a, b}
+	return [3]string{a, b, user}
 }
 
 // roundUp shows a wait in whole seconds, at least 1s.

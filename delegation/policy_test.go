@@ -88,7 +88,6 @@ func TestPolicyPausesBusyPair(t *testing.T) {
 		if i%2 == 1 {
 			r = req("b", "a") // either direction counts
 		}
-		r.User = string(rune('A' + i))
 		if err := p.Admit(r); err != nil {
 			t.Fatalf("hand-off %d: %v", i, err)
 		}
@@ -96,6 +95,11 @@ func TestPolicyPausesBusyPair(t *testing.T) {
 	}
 	if err := p.Admit(req("a", "b")); code(err) != RefusedPaused {
 		t.Fatalf("21st hand-off in a minute: %v", err)
+	}
+	other := req("a", "b")
+	other.User = "another user"
+	if err := p.Admit(other); err != nil {
+		t.Errorf("another user's hand-offs are paused too: %v", err)
 	}
 	c.advance(30 * time.Second)
 	if err := p.Admit(req("a", "b")); code(err) != RefusedPaused {

@@ -90,7 +90,15 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 	}
 	if data.Message.From.Kind == "human" {
 		if text, ds, ok := g.handOffs(ctx, roster, bot, data, data.Text, nil, to); ok {
-			c.Posts = append(c.Posts, g.post(bot, data, to, text, ""))
+			// The acknowledgement carries the first hand-off's status.
+			id := ""
+			for _, d := range ds {
+				if d.Record.Status == StatusQueued {
+					id = d.Record.ID
+					break
+				}
+			}
+			c.Posts = append(c.Posts, g.post(bot, data, to, text, id))
 			c.Delegations = ds
 			return c
 		}
@@ -157,6 +165,13 @@ func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
 	}) {
 		return
 	}
+	// Watchers see queued before the target's turn can say running.
+	for _, d := range c.Delegations {
+		g.notify(d.Record)
+	}
+	if u := c.Update; u != nil {
+		g.notifyUpdate(ctx, u.ID)
+	}
 	for _, o := range done.Outbox {
 		g.outbox.enqueue(o)
 	}
@@ -165,12 +180,6 @@ func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
 		g.push(t)
 	}
 	g.intake.Unlock()
-	for _, d := range c.Delegations {
-		g.notify(d.Record)
-	}
-	if u := c.Update; u != nil {
-		g.notifyUpdate(ctx, u.ID)
-	}
 }
 
 // retryStore runs fn until it succeeds or ctx ends; false means ctx ended.
@@ -246,6 +255,7 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout ti
 		}
 		turn.Delegation = &brains.Delegation{
 			ID: d.ID, From: g.roster.Load().Name(d.From), FromID: d.From, Task: d.Task, Depth: d.Depth,
+			Wrapper: data.Message.Text,
 		}
 		for _, a := range inputs {
 			turn.Delegation.Inputs = append(turn.Delegation.Inputs, brains.Artifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Content: a.Content})

@@ -69,8 +69,8 @@ func startDelegation(ctx context.Context, tx *sql.Tx, nd gateway.NewDelegation, 
 		d.Origin.Platform, d.Origin.ChatID, string(d.Origin.Type), d.OriginSender, fromSession, expected, now, now); err != nil {
 		return gateway.TurnRef{}, err
 	}
-	for _, a := range d.Inputs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO delegation_inputs (delegation_id, artifact_id) VALUES (?, ?)`, d.ID, a); err != nil {
+	for i, a := range d.Inputs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO delegation_inputs (delegation_id, artifact_id, position) VALUES (?, ?, ?)`, d.ID, a, i); err != nil {
 			return gateway.TurnRef{}, fmt.Errorf("input %s: %w", a, err)
 		}
 	}
@@ -159,7 +159,7 @@ func (s *SQLite) GetDelegation(ctx context.Context, id string) (gateway.Delegati
 
 // fillDelegation loads a delegation's inputs and artifacts.
 func (s *SQLite) fillDelegation(ctx context.Context, d *gateway.Delegation) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT artifact_id FROM delegation_inputs WHERE delegation_id = ? ORDER BY rowid`, d.ID)
+	rows, err := s.r.QueryContext(ctx, `SELECT artifact_id FROM delegation_inputs WHERE delegation_id = ? ORDER BY position`, d.ID)
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,17 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 			}
 		}
 		now := micros(timeNow())
+		// Hand-offs first, so the posts that mention them can carry their
+		// status.
+		for _, d := range c.Delegations {
+			ref, err := startDelegation(ctx, tx, d, now)
+			if err != nil {
+				return err
+			}
+			if ref.ID != 0 {
+				out.Turns = append(out.Turns, ref)
+			}
+		}
 		var replyID any
 		for i, p := range c.Posts {
 			o, err := post(ctx, tx, p, now)
@@ -114,15 +125,6 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 		for _, n := range c.Notes {
 			if err := note(ctx, tx, n); err != nil {
 				return err
-			}
-		}
-		for _, d := range c.Delegations {
-			ref, err := startDelegation(ctx, tx, d, now)
-			if err != nil {
-				return err
-			}
-			if ref.ID != 0 {
-				out.Turns = append(out.Turns, ref)
 			}
 		}
 		if c.Update != nil {

@@ -112,6 +112,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	m.goRun("web platform", func() error { return m.web.Run(runCtx, m.gw) })
+	<-m.web.Ready()
 	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
 	m.watcher.Subscribe(m.reload)
 	if err := m.gw.Start(ctx); err != nil {
@@ -161,7 +162,7 @@ func (m *Main) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	admin := (&api.Server{Config: m.gw, Sessions: m.store, Token: m.AdminToken, Logger: m.Logger}).Handler()
+	admin := (&api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}).Handler()
 	mux.Handle("/api/", admin)
 	mux.Handle("/dashboard", admin)
 	mux.Handle("/", m.web.Handler())

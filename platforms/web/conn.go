@@ -15,10 +15,10 @@ import (
 )
 
 const (
-	sendBuffer  = 256
-	writeWait   = 10 * time.Second
-	pongWait    = 60 * time.Second
-	pingEvery   = 45 * time.Second
+	sendBuffer = 256
+	writeWait  = 10 * time.Second
+	pongWait   = 60 * time.Second
+	pingEvery  = 45 * time.Second
 	// Frames over 64 KiB are refused with too_large and the connection
 	// stays open; only a frame over hardMaxRead (which no client of the
 	// protocol sends) closes it, so one peer cannot make us read forever.

@@ -142,13 +142,13 @@ type ackFrame struct {
 }
 
 type messageFrame struct {
-	Type       string          `json:"type"`
-	ID         int64           `json:"id"`
-	Chat       string          `json:"chat"`
-	Bot        string          `json:"bot,omitempty"`
-	From       gateway.Party   `json:"from"`
-	Text       string          `json:"text"`
-	Time       string          `json:"time"`
+	Type       string                 `json:"type"`
+	ID         int64                  `json:"id"`
+	Chat       string                 `json:"chat"`
+	Bot        string                 `json:"bot,omitempty"`
+	From       gateway.Party          `json:"from"`
+	Text       string                 `json:"text"`
+	Time       string                 `json:"time"`
 	Delegation *gateway.DelegationRef `json:"delegation,omitempty"`
 }
 

@@ -45,6 +45,7 @@ type Adapter struct {
 	tokenKey []byte
 	settings atomic.Pointer[settings]
 	host     atomic.Pointer[hostRef]
+	ready    chan struct{}
 	upgrader websocket.Upgrader
 
 	mu     sync.Mutex
@@ -79,6 +80,7 @@ func New(opts Options) *Adapter {
 		tokenKey: opts.TokenKey,
 		byUser:   make(map[string]map[*conn]struct{}),
 		rooms:    make(map[string]map[*conn]struct{}),
+		ready:    make(chan struct{}),
 	}
 	a.Configure(opts.Secret, opts.AllowedOrigins)
 	a.upgrader = websocket.Upgrader{
@@ -105,6 +107,7 @@ func (a *Adapter) Name() string { return gateway.PlatformWeb }
 // hijacked connections) and waits for their goroutines.
 func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
 	a.host.Store(&hostRef{host})
+	close(a.ready)
 	<-ctx.Done()
 	a.mu.Lock()
 	a.closed = true
@@ -124,6 +127,9 @@ func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
 	a.wg.Wait()
 	return nil
 }
+
+// Ready is closed once Run has started and /ws accepts connections.
+func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
 // Handler serves the page, the embed script, the assets and /ws.
 func (a *Adapter) Handler() http.Handler {

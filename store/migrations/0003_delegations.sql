@@ -28,6 +28,7 @@ CREATE INDEX delegations_open ON delegations (status) WHERE status IN ('queued',
 CREATE TABLE delegation_inputs (
 	delegation_id TEXT NOT NULL REFERENCES delegations (id),
 	artifact_id   TEXT NOT NULL REFERENCES artifacts (id),
+	position      INTEGER NOT NULL,
 	PRIMARY KEY (delegation_id, artifact_id)
 ) WITHOUT ROWID;
 
