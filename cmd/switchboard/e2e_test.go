@@ -41,12 +41,14 @@ bots:
       default: '{{.Bot.Name}} heard: {{.Text}}'
     platforms:
       web: {}
+    delegation:
+      allow: [finnshipley]
   - id: finnshipley
     name: Finn Shipley
     aliases: [finn]
     brain:
       kind: script
-      default: 'Finn got {{.Text}} ({{len .History}} before)'
+      default: '{{if .Delegation}}Finn built: {{.Text}}{{else}}Finn got {{.Text}} ({{len .History}} before){{end}}'
     platforms:
       web: {}
 `
