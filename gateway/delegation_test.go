@@ -475,3 +475,40 @@ func TestStructuredHandOffInputs(t *testing.T) {
 		t.Errorf("unknown input: %v", err)
 	}
 }
+
+func TestBusyPairIsPaused(t *testing.T) {
+	h, _, _ := team(t)
+	limits := delegation.DefaultLimits
+	limits.Cooldown = 0
+	h.gw.SetDelegation(gateway.DelegationSettings{Limits: limits, ContextMessages: 3, Timeout: time.Minute})
+	var last string
+	for i := range 21 {
+		h.deliver(private("web-ann", "mattyatlas", fmt.Sprint(i), fmt.Sprintf("tell finn to do chore %d", i)))
+		last = h.plat.next(t).Text
+		if i < 20 {
+			byChat(t, h.plat, 2) // Finn's reply and Matty's notice
+		}
+	}
+	if !strings.HasPrefix(last, "Hand-offs between Matty Atlas and Finn Shipley are paused for 1m0s") {
+		t.Errorf("21st hand-off in a minute: %q", last)
+	}
+	// Another user is not held up by Ann's busy pair.
+	h.deliver(private("web-bob", "mattyatlas", "1", "tell finn to do one chore"))
+	if got := h.plat.next(t).Text; !strings.HasPrefix(got, "Handing this to Finn Shipley") {
+		t.Errorf("Bob's hand-off: %q", got)
+	}
+}
+
+func TestGroupHandOffAnswersInTheGroup(t *testing.T) {
+	h, _, _ := team(t)
+	h.deliver(roomEvent("web-ann", "1", "@matty tell finn to build the roof"))
+	ack := h.plat.next(t)
+	reply := h.plat.next(t)
+	if ack.ChatID != "lobby" || ack.Bot != "mattyatlas" || !strings.HasPrefix(ack.Text, "Handing this to Finn Shipley: build the roof") {
+		t.Errorf("ack = %+v", ack)
+	}
+	if reply.ChatID != "lobby" || reply.Bot != "finnshipley" || !strings.HasPrefix(reply.Text, "Built build the roof") {
+		t.Errorf("Finn's reply = %+v", reply)
+	}
+	quiet(t, h.plat) // no notice: the answer is where the question was
+}
