@@ -51,10 +51,25 @@ type Turn struct {
 	GroupHistory []Entry
 	// Delegation is set when the turn is a task handed over by another bot.
 	Delegation *Delegation
-	// Prompt is the assembled prompt text (persona, context blocks,
-	// history) for brains that talk to a model; rule-based brains may
-	// ignore it.
-	Prompt string
+	// Team lists the bots this bot may hand work to.
+	Team []Mate
+	// Context holds extra blocks the gateway injects into the prompt
+	// (findings, insights, memories, …), each rendered under its title.
+	Context []Block
+}
+
+// Mate is a bot the answering bot may hand work to.
+type Mate struct {
+	ID   string
+	Name string
+	// Summary is the first line of the mate's persona.
+	Summary string
+}
+
+// Block is a titled piece of injected context.
+type Block struct {
+	Title string
+	Body  string
 }
 
 // Bot describes the answering bot.
@@ -93,6 +108,14 @@ type Delegation struct {
 	// Wrapper is the hand-off message as the gateway framed it: who asks,
 	// for whom, the task and recent context (SPEC §5).
 	Wrapper string
+	// Expected are the outputs the delegation requires, by name.
+	Expected []Expected
+}
+
+// Expected is an output a delegated task must produce.
+type Expected struct {
+	Name      string
+	MediaType string
 }
 
 // Reply is what a brain says back.
@@ -103,6 +126,16 @@ type Reply struct {
 	// ResumeID, when not empty, replaces the session's stored resume
 	// handle for the next turn.
 	ResumeID string
+	// Handoffs are hand-offs the brain asked for by other means than text
+	// (a model's delegate tool call). The gateway routes them through the
+	// same router and limits as typed triggers.
+	Handoffs []Handoff
+}
+
+// Handoff asks the gateway to hand a task to another bot.
+type Handoff struct {
+	Bot  string
+	Task string
 }
 
 // Artifact is a named piece of content a turn consumed or produced.

@@ -512,3 +512,34 @@ func TestGroupHandOffAnswersInTheGroup(t *testing.T) {
 	}
 	quiet(t, h.plat) // no notice: the answer is where the question was
 }
+
+// A brain's tool-call hand-off goes through the same router and limits.
+func TestBrainHandoffsAreRouted(t *testing.T) {
+	var team []brains.Mate
+	var mu sync.Mutex
+	tool := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		mu.Lock()
+		team = tr.Team
+		mu.Unlock()
+		return brains.Reply{Text: "I'll get Finn on it.", Handoffs: []brains.Handoff{{Bot: "finnshipley", Task: "paint the fence"}, {Bot: "priest", Task: "bless it"}}}, nil
+	})
+	finn := dbot("finnshipley", "Finn Shipley", scripted(t, finnDefault))
+	finn.Persona = "You are Finn, the builder.\nYou ship."
+	h := newHarness(t, dbot("mattyatlas", "Matty Atlas", tool, "finnshipley"), finn, dbot("priest", "Priest", scripted(t, "amen")))
+	h.deliver(private("web-ann", "mattyatlas", "1", "the fence is ugly"))
+	var texts []string
+	for range 4 { // Matty's reply, the refusal for Priest, Finn's result, Matty's notice
+		texts = append(texts, h.plat.next(t).Text)
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"I'll get Finn on it.", "I'm not allowed to hand work to Priest.", "Built paint the fence for web-ann"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("missing %q in:\n%s", want, all)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(team) != 1 || team[0].ID != "finnshipley" || team[0].Summary != "You are Finn, the builder." {
+		t.Errorf("team = %+v", team)
+	}
+}

@@ -21,16 +21,26 @@ import (
 // the acknowledgements and refusals, for a bot's own reply (fromReply)
 // only the refusals, since the reply already says what it hands on — and
 // ok false when text holds no trigger at all.
-func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, data TurnData, text string, parent *Delegation, to ChatRef) (say string, ds []NewDelegation, ok bool) {
-	parser, found := roster.Parser(bot.ID)
-	if !found {
-		return "", nil, false
+func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, data TurnData, text string, extra []brains.Handoff, parent *Delegation, to ChatRef, fromReply bool) (say string, ds []NewDelegation, ok bool) {
+	var matches []delegation.Match
+	if parser, found := roster.Parser(bot.ID); found {
+		matches = parser.Find(text)
 	}
-	matches := parser.Find(text)
+	// Hand-offs a brain asked for by tool call go through the same checks.
+	for _, h := range extra {
+		m := delegation.Match{Written: h.Bot, At: true, Task: strings.TrimSpace(h.Task)}
+		if b, ok := roster.Bot(h.Bot); ok {
+			m.Bot = b.ID
+		} else if b, ok := roster.ByName(h.Bot); ok {
+			m.Bot = b.ID
+		}
+		if m.Task != "" {
+			matches = append(matches, m)
+		}
+	}
 	if len(matches) == 0 {
 		return "", nil, false
 	}
-	fromReply := parent != nil || data.Message.From.Kind != "human"
 	user := g.turnUser(bot, data)
 	depth, chain := 1, []string(nil)
 	if parent != nil {
@@ -220,8 +230,8 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log logger, roster *Roster,
 	c = g.callBack(c, roster, d, to, delegation.Callback(bot.ID, d.Task, text), delegation.Finished(bot.Name, text))
 
 	// The reply may hand work on: a nested delegation at depth + 1.
-	if text != "" {
-		if note, ds, ok := g.handOffs(ctx, roster, bot, data, text, &d, to); ok {
+	if text != "" || len(reply.Handoffs) > 0 {
+		if note, ds, ok := g.handOffs(ctx, roster, bot, data, text, reply.Handoffs, &d, to, true); ok {
 			c.Delegations = ds
 			if note != "" {
 				c.Posts = append(c.Posts, g.post(bot, data, to, note, ""))

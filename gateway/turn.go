@@ -89,7 +89,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 		to = ChatRef{Platform: data.Message.Platform, ChatID: data.Message.ChatID, Type: data.Message.ChatType}
 	}
 	if data.Message.From.Kind == "human" {
-		if text, ds, ok := g.handOffs(ctx, roster, bot, data, data.Text, nil, to); ok {
+		if text, ds, ok := g.handOffs(ctx, roster, bot, data, data.Text, nil, nil, to, false); ok {
 			// The acknowledgement carries the first hand-off's status.
 			id := ""
 			for _, d := range ds {
@@ -123,12 +123,13 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 	c.Artifacts = artifactRecords(reply.Artifacts, bot.ID)
 	if text != "" {
 		c.Posts = append(c.Posts, g.post(bot, data, to, text, ""))
-		// A reply may itself hand work on (SPEC §1).
-		if note, ds, ok := g.handOffs(ctx, roster, bot, data, text, nil, to); ok {
-			c.Delegations = ds
-			if note != "" {
-				c.Posts = append(c.Posts, g.post(bot, data, to, note, ""))
-			}
+	}
+	// A reply may itself hand work on (SPEC §1), in its text or by a
+	// brain's tool call.
+	if note, ds, ok := g.handOffs(ctx, roster, bot, data, text, reply.Handoffs, nil, to, true); ok {
+		c.Delegations = ds
+		if note != "" {
+			c.Posts = append(c.Posts, g.post(bot, data, to, note, ""))
 		}
 	}
 	return c
@@ -243,6 +244,13 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout ti
 		Text:      data.Text,
 		History:   entries(history),
 	}
+	roster := g.roster.Load()
+	for _, b := range roster.Bots() {
+		if b.ID != bot.ID && !b.Public && !bot.Public && bot.Allows(b.ID) {
+			summary, _, _ := strings.Cut(strings.TrimSpace(b.Persona), "\n")
+			turn.Team = append(turn.Team, brains.Mate{ID: b.ID, Name: b.Name, Summary: summary})
+		}
+	}
 	if d := data.Delegation; d != nil {
 		turn.Platform = d.Origin.Platform
 		if turn.Platform == "" {
@@ -254,8 +262,11 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout ti
 			return brains.Reply{}, fmt.Errorf("delegation inputs: %w", err)
 		}
 		turn.Delegation = &brains.Delegation{
-			ID: d.ID, From: g.roster.Load().Name(d.From), FromID: d.From, Task: d.Task, Depth: d.Depth,
+			ID: d.ID, From: roster.Name(d.From), FromID: d.From, Task: d.Task, Depth: d.Depth,
 			Wrapper: data.Message.Text,
+		}
+		for _, e := range d.Expected {
+			turn.Delegation.Expected = append(turn.Delegation.Expected, brains.Expected{Name: e.Name, MediaType: e.MediaType})
 		}
 		for _, a := range inputs {
 			turn.Delegation.Inputs = append(turn.Delegation.Inputs, brains.Artifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Content: a.Content})
