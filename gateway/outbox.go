@@ -145,7 +145,7 @@ func (o *outbox) deliver(m Outbound) (parked bool) {
 			log.Warn("platform not running; reply kept for later")
 			return true
 		}
-		id, err := p.Send(o.ctx, m)
+		id, err := o.sendParts(p, &m)
 		if err == nil {
 			// Recorded even while shutting down, or the reply would be sent
 			// again on the next start.
@@ -185,6 +185,35 @@ func (o *outbox) deliver(m Outbound) (parked bool) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// sendParts sends m, split to the platform's length limit, from the first
+// part not yet delivered. Progress is stored after each part, so a retry or
+// a restart never sends a part twice.
+func (o *outbox) sendParts(p Platform, m *Outbound) (string, error) {
+	parts := []string{m.Text}
+	if l, ok := p.(MessageLimiter); ok {
+		parts = SplitText(m.Text, l.MaxMessageLength())
+	}
+	var id string
+	for i := m.PartsSent; i < len(parts); i++ {
+		part := *m
+		part.Text, part.Part = parts[i], i
+		if i > 0 {
+			part.ReplyTo = ""
+		}
+		var err error
+		if id, err = p.Send(o.ctx, part); err != nil {
+			return "", err
+		}
+		if i < len(parts)-1 {
+			m.PartsSent = i + 1
+			if err := o.store.MarkPart(context.WithoutCancel(o.ctx), m.OutboxID, i+1, id); err != nil {
+				o.log.Error("mark part sent", "outbox", m.OutboxID, "err", err)
+			}
+		}
+	}
+	return id, nil
 }
 
 func (o *outbox) fail(log *slog.Logger, m Outbound, err error) {

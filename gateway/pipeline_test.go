@@ -333,3 +333,33 @@ func TestQueuedTurnSeesEarlierReply(t *testing.T) {
 		t.Errorf("second turn's history = %q", second)
 	}
 }
+
+// limited is a recorder with a message length limit.
+type limited struct{ *recorder }
+
+func (limited) MaxMessageLength() int { return 12 }
+
+func TestLongReplySplitAndResumedAfterFailure(t *testing.T) {
+	rec := newRecorder("web")
+	var calls atomic.Int32
+	rec.fail = func(m gateway.Outbound) error {
+		if m.Part == 1 && calls.Add(1) == 1 {
+			return errors.New("503 on the second part")
+		}
+		return nil
+	}
+	h := &harness{t: t, path: t.TempDir() + "/sb.db", plat: rec}
+	h.open(bot("matty", brainFunc(func(context.Context, brains.Turn) (brains.Reply, error) {
+		return brains.Reply{Text: "first part\n\nsecond part\n\nthird"}, nil
+	})))
+	h.gw.AddPlatform(limited{rec})
+	h.deliver(private("web-ann", "matty", "1", "talk a lot"))
+	var got []string
+	for range 3 {
+		got = append(got, rec.next(t).Text)
+	}
+	quiet(t, rec)
+	if strings.Join(got, "|") != "first part|second part|third" {
+		t.Errorf("parts = %q; each part once, in order", got)
+	}
+}

@@ -94,6 +94,11 @@ type Outbound struct {
 	Time    time.Time
 	// Attempt counts deliveries tried before this one.
 	Attempt int
+	// Part is the index of this part when the outbox split a long text
+	// (Text then holds only that part); PartsSent counts parts already
+	// delivered in earlier tries.
+	Part      int
+	PartsSent int
 	// Delegation is set on messages that belong to a hand-off.
 	Delegation *DelegationRef
 }

@@ -55,6 +55,9 @@ type Store interface {
 	PendingOutbox(ctx context.Context) ([]Outbound, error)
 	// MarkSent records a delivery.
 	MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error
+	// MarkPart records that the first n parts of a split message were
+	// delivered, the last of them as platformMsgID.
+	MarkPart(ctx context.Context, outboxID int64, n int, platformMsgID string) error
 	// MarkAttempt records a failed try that will be retried.
 	MarkAttempt(ctx context.Context, outboxID int64, reason string) error
 	// MarkFailed gives up on an entry, keeping it with the reason.

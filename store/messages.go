@@ -190,9 +190,10 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 // BotOfMessage implements gateway.Store.
 func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsgID string) (string, bool, error) {
 	var bot string
-	err := s.r.QueryRowContext(ctx, `SELECT m.bot FROM messages m JOIN conversations c ON c.id = m.conversation_id
-		WHERE c.platform = ? AND c.chat_id = ? AND m.platform_msg_id = ? AND m.from_kind = 'bot'
-		ORDER BY m.id DESC LIMIT 1`, platform, chatID, platformMsgID).Scan(&bot)
+	err := s.r.QueryRowContext(ctx, `SELECT m.bot FROM conversations c
+		JOIN platform_ids p ON p.conversation_id = c.id JOIN messages m ON m.id = p.message_id
+		WHERE c.platform = ? AND c.chat_id = ? AND p.platform_msg_id = ? AND m.from_kind = 'bot'`,
+		platform, chatID, platformMsgID).Scan(&bot)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}

@@ -225,7 +225,7 @@ func insertArtifacts(ctx context.Context, tx *sql.Tx, arts []gateway.ArtifactRec
 
 // PendingOutbox implements gateway.Store.
 func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.attempts, `+messageColumns+`
+	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`
 		FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE o.status = 'pending' ORDER BY o.id`)
 	if err != nil {
@@ -236,7 +236,7 @@ func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) 
 	for rows.Next() {
 		var o gateway.Outbound
 		var cols []any
-		cols = append(cols, &o.OutboxID, &o.Attempt)
+		cols = append(cols, &o.OutboxID, &o.Attempt, &o.PartsSent)
 		m, err := scanMessage(prefixScanner{rows, cols})
 		if err != nil {
 			return nil, fmt.Errorf("store: pending outbox: %w", err)
@@ -272,14 +272,42 @@ func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID str
 			platformMsgID, now, outboxID); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE messages SET platform_msg_id = ?
-			WHERE id = (SELECT message_id FROM outbox WHERE id = ?) AND platform_msg_id = ''`, platformMsgID, outboxID)
-		return err
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET platform_msg_id = ?
+			WHERE id = (SELECT message_id FROM outbox WHERE id = ?) AND platform_msg_id = ''`, platformMsgID, outboxID); err != nil {
+			return err
+		}
+		return addPlatformID(ctx, tx, outboxID, platformMsgID)
 	})
 	if err != nil {
 		return fmt.Errorf("store: mark sent %s: %w", strconv.FormatInt(outboxID, 10), err)
 	}
 	return nil
+}
+
+// MarkPart implements gateway.Store.
+func (s *SQLite) MarkPart(ctx context.Context, outboxID int64, n int, platformMsgID string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET parts_sent = ?, updated_at = ? WHERE id = ?`,
+			n, micros(timeNow()), outboxID); err != nil {
+			return err
+		}
+		return addPlatformID(ctx, tx, outboxID, platformMsgID)
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark part: %w", err)
+	}
+	return nil
+}
+
+// addPlatformID maps a delivered part's platform ID to its message.
+func addPlatformID(ctx context.Context, tx *sql.Tx, outboxID int64, platformMsgID string) error {
+	if platformMsgID == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO platform_ids (conversation_id, platform_msg_id, message_id)
+		SELECT m.conversation_id, ?, m.id FROM outbox o JOIN messages m ON m.id = o.message_id
+		WHERE o.id = ? AND m.conversation_id IS NOT NULL`, platformMsgID, outboxID)
+	return err
 }
 
 // MarkAttempt implements gateway.Store.

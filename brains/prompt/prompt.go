@@ -1,0 +1,105 @@
+// Package prompt assembles what a model-backed brain sends for one turn:
+// a system part made of titled blocks in a fixed order (the bot's
+// persona, the chat, the team it may hand work to, context the gateway
+// injects, the group's recent talk, a delegated task and its outputs) and
+// the session's recent history as role-tagged messages, ending with the
+// new message.
+//
+// Every block is rendered as
+//
+//	=== TITLE ===
+//	body
+//
+// so a model can tell them apart and later features (findings, insights,
+// memories) arrive as new brains.Block values in Turn.Context without any
+// change here. Build is pure: the same Turn and Options give the same
+// Prompt, byte for byte, which the golden files in testdata pin down.
+package prompt
+
+import (
+	"github.com/switchboard-chat/switchboard/brains"
+)
+
+// The roles of a Message, as chat-completion APIs name them.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Options tunes Build for one brain.
+type Options struct {
+	// ContextMessages is the most history messages kept, newest first;
+	// 0 keeps all the turn carries (the gateway already windows it).
+	ContextMessages int
+	// TokenBudget is the most tokens the whole prompt may take, estimated
+	// with EstimateTokens; history is dropped oldest first to fit. The
+	// system part and the new message are never dropped, so a prompt may
+	// exceed a budget they alone exceed. 0 means no budget.
+	TokenBudget int
+	// Workdir says the brain runs in a working directory: input artifacts
+	// are files there and expected outputs are to be written there.
+	// Without it, the contents of text inputs are put in the prompt.
+	Workdir bool
+	// DelegateTool says the brain offers the model a delegate(bot, task)
+	// tool, which the team block then mentions.
+	DelegateTool bool
+}
+
+// Message is one chat message of a Prompt.
+type Message struct {
+	// Role is RoleUser, RoleAssistant or RoleSystem.
+	Role string
+	// Name is the speaker's display name when known. Chat APIs do not
+	// need it; Text uses it to label lines.
+	Name    string
+	Content string
+}
+
+// Prompt is an assembled prompt.
+type Prompt struct {
+	// System is the system message: the rendered blocks, in order.
+	System string
+	// Messages are the kept history, oldest first, then the new message
+	// as the last RoleUser message. It is never empty.
+	Messages []Message
+}
+
+// Build assembles the prompt of turn t. The new message is t.Text (on a
+// delegated turn, the task).
+func Build(t brains.Turn, opts Options) Prompt {
+	system := render(blocks(t, opts))
+	last := Message{Role: RoleUser, Name: t.User.Name, Content: t.Text}
+	if t.Delegation != nil && t.Delegation.From != "" {
+		last.Name = t.Delegation.From
+	}
+	history := window(messages(t.History), opts.ContextMessages)
+	if opts.TokenBudget > 0 {
+		// The system part and the new message are fixed costs.
+		left := opts.TokenBudget - EstimateTokens(system) - messageTokens(last)
+		history = fit(history, left)
+	}
+	return Prompt{System: system, Messages: append(history, last)}
+}
+
+// messages converts history entries to messages. Wrappers and delegation
+// results are stored as system messages and stay so.
+func messages(entries []brains.Entry) []Message {
+	out := make([]Message, 0, len(entries)+1)
+	for _, e := range entries {
+		out = append(out, Message{Role: role(e.Kind), Name: e.From, Content: e.Text})
+	}
+	return out
+}
+
+// role maps an entry's kind to a message role; an unknown kind is shown
+// as a system message rather than put in someone's mouth.
+func role(kind string) string {
+	switch kind {
+	case "human":
+		return RoleUser
+	case "bot":
+		return RoleAssistant
+	}
+	return RoleSystem
+}
