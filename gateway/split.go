@@ -76,4 +76,3 @@ func utf16Len(s string) int {
 	}
 	return n
 }
-
