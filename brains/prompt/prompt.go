@@ -73,7 +73,7 @@ func Build(t brains.Turn, opts Options) Prompt {
 	if t.Delegation != nil && t.Delegation.From != "" {
 		last.Name = t.Delegation.From
 	}
-	history := window(messages(t.History), opts.ContextMessages)
+	history := window(messages(t), opts.ContextMessages)
 	if opts.TokenBudget > 0 {
 		// The system part and the new message are fixed costs.
 		left := opts.TokenBudget - EstimateTokens(system) - messageTokens(last)
@@ -82,12 +82,22 @@ func Build(t brains.Turn, opts Options) Prompt {
 	return Prompt{System: system, Messages: append(history, last)}
 }
 
-// messages converts history entries to messages. Wrappers and delegation
-// results are stored as system messages and stay so.
-func messages(entries []brains.Entry) []Message {
-	out := make([]Message, 0, len(entries)+1)
-	for _, e := range entries {
-		out = append(out, Message{Role: role(e.Kind), Name: e.From, Content: e.Text})
+// messages converts the turn's history to messages. Wrappers and
+// delegation results are stored as system messages and stay so. Another
+// bot's words are never put in this bot's mouth: they become user
+// messages labelled with the speaker, as do people's in a group, where
+// several may talk in one session.
+func messages(t brains.Turn) []Message {
+	out := make([]Message, 0, len(t.History)+1)
+	for _, e := range t.History {
+		m := Message{Role: role(e.Kind), Name: e.From, Content: e.Text}
+		switch {
+		case e.Kind == "bot" && e.From != "" && e.From != t.Bot.Name:
+			m.Role, m.Content = RoleUser, label(e)+" "+e.Text
+		case e.Kind == "human" && t.Group:
+			m.Content = label(e) + " " + e.Text
+		}
+		out = append(out, m)
 	}
 	return out
 }
