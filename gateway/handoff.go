@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -38,6 +39,20 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, data T
 			matches = append(matches, m)
 		}
 	}
+	if fromReply && to.Type == ChatGroup {
+		matches = append(matches, g.groupAddresses(ctx, roster, bot, text, to)...)
+	}
+	// One hand-off per target and message.
+	seen := map[string]bool{}
+	matches = slices.DeleteFunc(matches, func(m delegation.Match) bool {
+		key := m.Bot
+		if key == "" {
+			key = "?" + strings.ToLower(m.Written)
+		}
+		dup := seen[key]
+		seen[key] = true
+		return dup
+	})
 	if len(matches) == 0 {
 		return "", nil, false
 	}
@@ -88,7 +103,11 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, data T
 		nd := NewDelegation{Record: rec}
 		if refusal != nil {
 			nd.Record.Status, nd.Record.Error = StatusRefused, refusal.Reason
-			lines = append(lines, refusal.Reason)
+			if !m.Implicit {
+				// A bot merely mentioning another ("thanks @matty") is not
+				// told off in the group; the refusal is on record.
+				lines = append(lines, refusal.Reason)
+			}
 			g.log.Info("delegation refused", "from", bot.ID, "to", rec.To, "code", refusal.Code, "depth", depth)
 		} else {
 			nd.Target = SessionKey{Bot: target.ID, Scope: ScopeUser, ScopeID: user.ID}
@@ -101,6 +120,49 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, data T
 		ds = append(ds, nd)
 	}
 	return strings.Join(lines, "\n"), ds, true
+}
+
+// groupAddresses finds the other bots a bot's message in a group
+// addresses by mention or leading /command. Platforms do not reliably show
+// one bot's messages to another (Telegram never does), so the gateway
+// routes them itself, as hand-offs: the same gating, the same limits. The
+// task is the message with the address stripped.
+func (g *Gateway) groupAddresses(ctx context.Context, roster *Roster, bot *Bot, text string, to ChatRef) []delegation.Match {
+	type hit struct {
+		b          *Bot
+		start, end int
+	}
+	var hits []hit
+	if name, end := leadingCommand(text); name != "" {
+		if b, ok := roster.ByName(name); ok {
+			hits = append(hits, hit{b, 0, end})
+		}
+	}
+	for _, m := range ParseMentions(text) {
+		if b, ok := roster.ByName(m.Name); ok {
+			hits = append(hits, hit{b, m.Start, m.End})
+		}
+	}
+	var cuts [][2]int
+	for _, h := range hits {
+		cuts = append(cuts, [2]int{h.start, h.end})
+	}
+	task := stripRanges(text, cuts)
+	var out []delegation.Match
+	for _, h := range hits {
+		if h.b.ID == bot.ID || task == "" {
+			continue
+		}
+		in, err := g.store.ChatHasBot(ctx, to.Platform, to.ChatID, h.b.ID)
+		if err != nil {
+			g.log.Error("group membership", "err", err)
+			continue
+		}
+		if in {
+			out = append(out, delegation.Match{Bot: h.b.ID, Written: h.b.ID, At: true, Task: task, Implicit: true})
+		}
+	}
+	return out
 }
 
 // chain lists the bots that handed work down to parent's target, root

@@ -1,0 +1,152 @@
+package prompt
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/switchboard-chat/switchboard/brains"
+)
+
+// block is one titled part of the system message.
+type block struct {
+	title string
+	body  string
+}
+
+// Titles of the fixed blocks, in the order they appear. Injected context
+// blocks (Turn.Context) come between TitleTeam and TitleGroup under their
+// own titles, upper-cased.
+const (
+	TitlePersona  = "PERSONA"
+	TitleChat     = "CHAT"
+	TitleTeam     = "TEAM"
+	TitleGroup    = "GROUP CHAT"
+	TitleTask     = "DELEGATED TASK"
+	TitleInputs   = "INPUTS"
+	TitleExpected = "EXPECTED OUTPUTS"
+)
+
+// blocks lists the system blocks of t in their fixed order; blocks with
+// nothing to say are left out.
+func blocks(t brains.Turn, opts Options) []block {
+	out := []block{
+		{TitlePersona, persona(t.Bot)},
+		{TitleChat, chat(t)},
+		{TitleTeam, team(t.Team, opts.DelegateTool)},
+	}
+	for _, c := range t.Context {
+		title := strings.ToUpper(strings.TrimSpace(c.Title))
+		if title == "" {
+			title = "CONTEXT"
+		}
+		out = append(out, block{title, c.Body})
+	}
+	if t.Group {
+		out = append(out, block{TitleGroup, group(t.GroupHistory)})
+	}
+	if d := t.Delegation; d != nil {
+		out = append(out,
+			block{TitleTask, task(d)},
+			block{TitleInputs, inputs(d.Inputs, opts.Workdir)},
+			block{TitleExpected, expected(d.Expected, opts.Workdir)},
+		)
+	}
+	return out
+}
+
+// render joins the blocks that have a body, each under its title line.
+func render(bs []block) string {
+	var sb strings.Builder
+	for _, b := range bs {
+		body := strings.TrimSpace(b.body)
+		if body == "" {
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteString("\n\n")
+		}
+		fmt.Fprintf(&sb, "=== %s ===\n%s", b.title, body)
+	}
+	return sb.String()
+}
+
+// persona is the bot's system prompt, or a one-line stand-in when the
+// configuration gives none.
+func persona(b brains.Bot) string {
+	if p := strings.TrimSpace(b.Persona); p != "" {
+		return p
+	}
+	return fmt.Sprintf("You are %s.", b.Name)
+}
+
+// chat says who the bot is talking to, and where.
+func chat(t brains.Turn) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Your name is %s (@%s).", t.Bot.Name, t.Bot.ID)
+	switch {
+	case t.Delegation != nil:
+		fmt.Fprintf(&sb, " You are working on a task %s handed you on behalf of %s.", t.Delegation.From, t.User.Name)
+	case t.Group:
+		fmt.Fprintf(&sb, " You are in a group chat on %s, answering %s.", t.Platform, t.User.Name)
+	default:
+		fmt.Fprintf(&sb, " You are talking with %s in a private chat on %s.", t.User.Name, t.Platform)
+	}
+	return sb.String()
+}
+
+// team lists the bots this bot may hand work to and how to do it.
+func team(mates []brains.Mate, tool bool) string {
+	if len(mates) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("You can hand work to these bots:\n")
+	for _, m := range mates {
+		fmt.Fprintf(&sb, "- %s (@%s)", m.Name, m.ID)
+		if s := strings.TrimSpace(m.Summary); s != "" {
+			fmt.Fprintf(&sb, ": %s", s)
+		}
+		sb.WriteByte('\n')
+	}
+	if tool {
+		sb.WriteString("To hand work over, call the delegate tool with the bot's ID and the task. ")
+		sb.WriteString("The bot answers the user itself; you will be told when it is done.")
+	} else {
+		sb.WriteString("To hand work over, write on a line of its own: tell <name> to <task>. ")
+		sb.WriteString("The bot answers the user itself; you will be told when it is done.")
+	}
+	return sb.String()
+}
+
+// group is the group chat's recent talk, one labelled line a message.
+func group(entries []brains.Entry) string {
+	if len(entries) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("Recent messages in this group, oldest first:\n")
+	for _, e := range entries {
+		fmt.Fprintf(&sb, "%s %s\n", label(e), indent(e.Text))
+	}
+	return sb.String()
+}
+
+// label names an entry's speaker as the hand-off wrapper does:
+// "[Human: Ann]", "[Bot: Matty Atlas]", "[System]".
+func label(e brains.Entry) string {
+	switch e.Kind {
+	case "human":
+		return "[Human: " + e.From + "]"
+	case "bot":
+		return "[Bot: " + e.From + "]"
+	}
+	if e.From == "" {
+		return "[System]"
+	}
+	return "[System: " + e.From + "]"
+}
+
+// indent keeps a multi-line message under its label.
+func indent(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n  ")
+}

@@ -1,0 +1,202 @@
+package prompt
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/brains"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// at is a fixed time for history entries.
+var at = time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC)
+
+// bot is Matty Atlas, the example mates's architect.
+var bot = brains.Bot{
+	ID:   "mattyatlas",
+	Name: "Matty Atlas",
+	Persona: "You are Matty Atlas, the mates's architect.\n" +
+		"You answer briefly and draw boxes before code.",
+}
+
+// mates is who Matty may hand work to.
+var mates = []brains.Mate{
+	{ID: "finnshipley", Name: "Finn Shipley", Summary: "You are Finn Shipley, who builds and ships features."},
+	{ID: "priest", Name: "Priest", Summary: "You are Priest, the reviewer."},
+}
+
+// privateTurn is a private chat on Telegram with history, a mates and an
+// injected context block.
+func privateTurn() brains.Turn {
+	return brains.Turn{
+		SessionID: "s-private",
+		Bot:       bot,
+		User:      brains.User{ID: "user-bryan", Name: "Bryan"},
+		Platform:  "telegram",
+		Text:      "What should we build first?",
+		History: []brains.Entry{
+			{Kind: "human", From: "Bryan", Text: "hi Matty", Time: at},
+			{Kind: "bot", From: "Matty Atlas", Text: "Hello Bryan. What are we designing?", Time: at.Add(time.Second)},
+			{Kind: "human", From: "Bryan", Text: "A login page.\nWith passkeys.", Time: at.Add(2 * time.Second)},
+			{Kind: "system", From: "delegation", Text: "[Bot @finnshipley completed] Task: scaffold the repo Result: done", Time: at.Add(3 * time.Second)},
+		},
+		Team: mates,
+		Context: []brains.Block{
+			{Title: "Findings", Body: "- The mates prefers Go.\n- Deploys go to Fly.io."},
+		},
+	}
+}
+
+// groupTurn is a group chat on Discord with the group's recent talk.
+func groupTurn() brains.Turn {
+	return brains.Turn{
+		SessionID: "s-group",
+		Bot:       bot,
+		User:      brains.User{ID: "user-ann", Name: "Ann"},
+		Platform:  "discord",
+		Group:     true,
+		Text:      "Matty, which database?",
+		History: []brains.Entry{
+			{Kind: "human", From: "Ann", Text: "morning all", Time: at},
+			{Kind: "bot", From: "Matty Atlas", Text: "Morning Ann.", Time: at.Add(time.Second)},
+		},
+		GroupHistory: []brains.Entry{
+			{Kind: "human", From: "Ann", Text: "morning all", Time: at},
+			{Kind: "bot", From: "Matty Atlas", Text: "Morning Ann.", Time: at.Add(time.Second)},
+			{Kind: "human", From: "Bob", Text: "we need to store sessions\nsomewhere durable", Time: at.Add(2 * time.Second)},
+			{Kind: "bot", From: "Priest", Text: "Whatever it is, it needs backups.", Time: at.Add(3 * time.Second)},
+		},
+		Team: mates[:1],
+	}
+}
+
+// delegatedTurn is a task Matty handed to Finn with an input and an
+// expected output.
+func delegatedTurn() brains.Turn {
+	return brains.Turn{
+		SessionID: "s-finn",
+		Bot: brains.Bot{ID: "finnshipley", Name: "Finn Shipley",
+			Persona: "You are Finn Shipley, who builds and ships features."},
+		User:     brains.User{ID: "user-bryan", Name: "Bryan"},
+		Platform: "telegram",
+		Text:     "list our three main competitors",
+		History: []brains.Entry{
+			{Kind: "human", From: "Bryan", Text: "ship it when green", Time: at},
+			{Kind: "bot", From: "Finn Shipley", Text: "Will do.", Time: at.Add(time.Second)},
+		},
+		Delegation: &brains.Delegation{
+			ID: "dlg-1", From: "Matty Atlas", FromID: "mattyatlas", Depth: 1,
+			Task: "list our three main competitors",
+			Wrapper: "DELEGATED TASK FROM MATTY ATLAS\nUser: Bryan\nTask: list our three main competitors\n\n" +
+				"Recent context from Matty Atlas conversation:\n- [Human: Bryan] who are we up against?\n\n" +
+				"Please complete this task and respond directly.",
+			Inputs: []brains.Artifact{
+				{ID: "art-1", Name: "notes.md", MediaType: "text/markdown", Content: []byte("# Market\nWe sell bots.\n")},
+				{ID: "art-2", Name: "logo.png", MediaType: "image/png", Content: []byte{0x89, 'P', 'N', 'G', 0xff, 0xfe}},
+			},
+			Expected: []brains.Expected{{Name: "competitors.json", MediaType: "application/json"}, {Name: "summary.md"}},
+		},
+	}
+}
+
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		turn brains.Turn
+		opts Options
+	}{
+		{"private", privateTurn(), Options{}},
+		{"group", groupTurn(), Options{}},
+		{"delegated", delegatedTurn(), Options{Workdir: true}},
+		{"delegated_inline_tool", delegatedTurn(), Options{DelegateTool: true}},
+	}
+	tests[3].turn.Team = mates[1:]
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := dump(Build(tt.turn, tt.opts))
+			path := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./brains/prompt -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("prompt differs from %s (run with -update if intended)\n--- got ---\n%s", path, got)
+			}
+		})
+	}
+}
+
+// dump renders a Prompt for a golden file: the structured form a chat API
+// gets, then the flat form a CLI gets.
+func dump(p Prompt) string {
+	var sb strings.Builder
+	sb.WriteString("######## SYSTEM\n")
+	sb.WriteString(p.System)
+	sb.WriteString("\n######## MESSAGES\n")
+	for _, m := range p.Messages {
+		fmt.Fprintf(&sb, "--- %s (%s)\n%s\n", m.Role, m.Name, m.Content)
+	}
+	sb.WriteString("######## TEXT\n")
+	sb.WriteString(p.Text())
+	return sb.String()
+}
+
+func TestBlockOrder(t *testing.T) {
+	tn := delegatedTurn()
+	tn.Group = true
+	tn.GroupHistory = groupTurn().GroupHistory
+	tn.Team = team
+	tn.Context = []brains.Block{{Title: "insights", Body: "x"}, {Title: "", Body: "y"}, {Title: "empty", Body: "  "}}
+	sys := Build(tn, Options{}).System
+	order := []string{"PERSONA", "CHAT", "TEAM", "INSIGHTS", "CONTEXT", "GROUP CHAT", "DELEGATED TASK", "INPUTS", "EXPECTED OUTPUTS"}
+	last := -1
+	for _, title := range order {
+		i := strings.Index(sys, "=== "+title+" ===\n")
+		if i < 0 {
+			t.Fatalf("block %s missing from:\n%s", title, sys)
+		}
+		if i < last {
+			t.Errorf("block %s out of order", title)
+		}
+		last = i
+	}
+	if strings.Contains(sys, "=== EMPTY ===") {
+		t.Error("a block with an empty body was rendered")
+	}
+}
+
+func TestRoles(t *testing.T) {
+	tn := privateTurn()
+	tn.History = append(tn.History,
+		brains.Entry{Kind: "bot", From: "Priest", Text: "I reviewed it."},
+		brains.Entry{Kind: "odd", From: "", Text: "?"},
+	)
+	p := Build(tn, Options{})
+	var got []string
+	for _, m := range p.Messages {
+		got = append(got, m.Role+":"+m.Content)
+	}
+	want := []string{
+		"user:hi Matty",
+		"assistant:Hello Bryan. What are we designing?",
+		"user:A login page.\nWith passkeys.",
+		"system:[Bot @finnshipley completed] Task: scaffold the repo Result: done",
+		"user:[Bot: Priest] I reviewed it.", // another bot's words are not the assistant's
+		"system:?",
+		"user:What should we build first?",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("messages:\n got %q\nwant %q", got, want)
+	}
+}
