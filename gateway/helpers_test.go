@@ -76,14 +76,14 @@ func (r *recorder) next(t *testing.T) gateway.Outbound {
 
 // harness is a gateway on a real store in a temp dir.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	path  string
 	store *store.SQLite
 	gw    *gateway.Gateway
 	plat  *recorder
 }
 
-func newHarness(t *testing.T, bots ...*gateway.Bot) *harness {
+func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
 	t.Helper()
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: newRecorder("web")}
 	h.open(bots...)

@@ -37,7 +37,7 @@ func scanDelegation(row scanner) (gateway.Delegation, error) {
 
 // startDelegation stores a new hand-off; a queued one also gets the wrapper
 // in the target's session and the target's turn, whose ref it returns.
-func startDelegation(ctx context.Context, tx *sql.Tx, nd gateway.NewDelegation, now int64) (gateway.TurnRef, error) {
+func startDelegation(ctx context.Context, tx *txn, nd gateway.NewDelegation, now int64) (gateway.TurnRef, error) {
 	d := nd.Record
 	if d.FromSession == "" && nd.FromSession != nil {
 		id, err := ensureSession(ctx, tx, *nd.FromSession, now)
@@ -97,7 +97,7 @@ func startDelegation(ctx context.Context, tx *sql.Tx, nd gateway.NewDelegation, 
 	return ref, err
 }
 
-func updateDelegation(ctx context.Context, tx *sql.Tx, u gateway.DelegationUpdate, now int64) error {
+func updateDelegation(ctx context.Context, tx *txn, u gateway.DelegationUpdate, now int64) error {
 	retry := 0
 	if u.Retry {
 		retry = 1
@@ -116,7 +116,7 @@ func updateDelegation(ctx context.Context, tx *sql.Tx, u gateway.DelegationUpdat
 // StartDelegations implements gateway.Store.
 func (s *SQLite) StartDelegations(ctx context.Context, ds []gateway.NewDelegation) ([]gateway.TurnRef, error) {
 	var refs []gateway.TurnRef
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		refs = nil
 		now := micros(timeNow())
 		for _, d := range ds {
@@ -138,7 +138,7 @@ func (s *SQLite) StartDelegations(ctx context.Context, ds []gateway.NewDelegatio
 
 // UpdateDelegation implements gateway.Store.
 func (s *SQLite) UpdateDelegation(ctx context.Context, u gateway.DelegationUpdate) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error { return updateDelegation(ctx, tx, u, micros(timeNow())) })
+	err := s.tx(ctx, func(tx *txn) error { return updateDelegation(ctx, tx, u, micros(timeNow())) })
 	if err != nil {
 		return fmt.Errorf("store: update delegation: %w", err)
 	}
@@ -147,7 +147,7 @@ func (s *SQLite) UpdateDelegation(ctx context.Context, u gateway.DelegationUpdat
 
 // GetDelegation implements gateway.Store.
 func (s *SQLite) GetDelegation(ctx context.Context, id string) (gateway.Delegation, error) {
-	d, err := scanDelegation(s.r.QueryRowContext(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
+	d, err := scanDelegation(s.queryRow(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
 	if err != nil {
 		return d, fmt.Errorf("store: get delegation: %w", notFound(err))
 	}
@@ -159,7 +159,7 @@ func (s *SQLite) GetDelegation(ctx context.Context, id string) (gateway.Delegati
 
 // fillDelegation loads a delegation's inputs and artifacts.
 func (s *SQLite) fillDelegation(ctx context.Context, d *gateway.Delegation) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT artifact_id FROM delegation_inputs WHERE delegation_id = ? ORDER BY position`, d.ID)
+	rows, err := s.query(ctx, `SELECT artifact_id FROM delegation_inputs WHERE delegation_id = ? ORDER BY position`, d.ID)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (s *SQLite) ListDelegations(ctx context.Context, f gateway.DelegationFilter
 }
 
 func (s *SQLite) queryDelegations(ctx context.Context, q string, args ...any) ([]gateway.Delegation, error) {
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (s *SQLite) queryArtifacts(ctx context.Context, content bool, where string,
 	} else {
 		cols += `x''`
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+cols+` FROM artifacts `+where, args...)
+	rows, err := s.query(ctx, `SELECT `+cols+` FROM artifacts `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func (s *SQLite) queryArtifacts(ctx context.Context, content bool, where string,
 }
 
 // delegationRef reads a delegation's current status for a message frame.
-func delegationRef(ctx context.Context, tx *sql.Tx, id string) (*gateway.DelegationRef, error) {
+func delegationRef(ctx context.Context, tx *txn, id string) (*gateway.DelegationRef, error) {
 	d, err := scanDelegation(tx.QueryRowContext(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -297,7 +297,7 @@ func delegationRef(ctx context.Context, tx *sql.Tx, id string) (*gateway.Delegat
 }
 
 func (s *SQLite) delegationRef(ctx context.Context, id string) (*gateway.DelegationRef, error) {
-	d, err := scanDelegation(s.r.QueryRowContext(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
+	d, err := scanDelegation(s.queryRow(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -310,7 +310,7 @@ func (s *SQLite) delegationRef(ctx context.Context, id string) (*gateway.Delegat
 // ChatHasBot implements gateway.Store.
 func (s *SQLite) ChatHasBot(ctx context.Context, platform, chatID, bot string) (bool, error) {
 	var n int
-	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+	err := s.queryRow(ctx, `SELECT COUNT(*) FROM participants p JOIN conversations c ON c.id = p.conversation_id
 		WHERE c.platform = ? AND c.chat_id = ? AND p.kind = 'bot' AND p.participant_id = ?`, platform, chatID, bot).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: chat has bot: %w", err)
@@ -322,7 +322,7 @@ func (s *SQLite) ChatHasBot(ctx context.Context, platform, chatID, bot string) (
 func (s *SQLite) LastPrivateChatOfUser(ctx context.Context, userID string) (gateway.ChatRef, string, bool, error) {
 	c := gateway.ChatRef{Type: gateway.ChatPrivate}
 	var pid string
-	err := s.r.QueryRowContext(ctx, `SELECT c.platform, c.chat_id, m.from_id FROM messages m
+	err := s.queryRow(ctx, `SELECT c.platform, c.chat_id, m.from_id FROM messages m
 		JOIN conversations c ON c.id = m.conversation_id
 		WHERE m.user_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
 		ORDER BY m.id DESC LIMIT 1`, userID).Scan(&c.Platform, &c.ChatID, &pid)

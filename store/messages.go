@@ -38,8 +38,8 @@ func scanMessage(row scanner) (gateway.Message, error) {
 	return m, nil
 }
 
-func queryMessages(ctx context.Context, db *sql.DB, query string, args ...any) ([]gateway.Message, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
+func queryMessages(ctx context.Context, s *SQLite, query string, args ...any) ([]gateway.Message, error) {
+	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -55,13 +55,13 @@ func queryMessages(ctx context.Context, db *sql.DB, query string, args ...any) (
 	return out, rows.Err()
 }
 
-func loadMessage(ctx context.Context, tx *sql.Tx, id int64) (gateway.Message, error) {
+func loadMessage(ctx context.Context, tx *txn, id int64) (gateway.Message, error) {
 	return scanMessage(tx.QueryRowContext(ctx, `SELECT `+messageColumns+`
 		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`, id))
 }
 
 // ensureConversation returns the conversation's ID, creating it if absent.
-func ensureConversation(ctx context.Context, tx *sql.Tx, platform, chatID string, kind gateway.ChatType, name string, at int64) (id int64, created bool, err error) {
+func ensureConversation(ctx context.Context, tx *txn, platform, chatID string, kind gateway.ChatType, name string, at int64) (id int64, created bool, err error) {
 	err = tx.QueryRowContext(ctx, `SELECT id FROM conversations WHERE platform = ? AND chat_id = ?`, platform, chatID).Scan(&id)
 	if !errors.Is(err, sql.ErrNoRows) {
 		return id, false, err
@@ -71,7 +71,7 @@ func ensureConversation(ctx context.Context, tx *sql.Tx, platform, chatID string
 	return id, err == nil, err
 }
 
-func addParticipant(ctx context.Context, tx *sql.Tx, conv int64, kind, id string, at int64) error {
+func addParticipant(ctx context.Context, tx *txn, conv int64, kind, id string, at int64) error {
 	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO participants (conversation_id, kind, participant_id, joined_at)
 		VALUES (?, ?, ?, ?)`, conv, kind, id, at)
 	return err
@@ -79,7 +79,7 @@ func addParticipant(ctx context.Context, tx *sql.Tx, conv int64, kind, id string
 
 // insertMessage stores m (in conversation conv, or none when conv is 0)
 // and returns its ID.
-func insertMessage(ctx context.Context, tx *sql.Tx, conv int64, m gateway.Message) (int64, error) {
+func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message) (int64, error) {
 	var convArg any
 	if conv != 0 {
 		convArg = conv
@@ -94,7 +94,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, conv int64, m gateway.Messag
 }
 
 // ensureSession returns the session's ID, creating it if absent.
-func ensureSession(ctx context.Context, tx *sql.Tx, key gateway.SessionKey, at int64) (string, error) {
+func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int64) (string, error) {
 	var id string
 	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, bot, scope, scope_id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
@@ -107,7 +107,7 @@ func ensureSession(ctx context.Context, tx *sql.Tx, key gateway.SessionKey, at i
 func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.InboundResult, error) {
 	ev := in.Event
 	var res gateway.InboundResult
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		res = gateway.InboundResult{}
 		var dup int64
 		err := tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
@@ -190,7 +190,7 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 // BotOfMessage implements gateway.Store.
 func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsgID string) (string, bool, error) {
 	var bot string
-	err := s.r.QueryRowContext(ctx, `SELECT m.bot FROM conversations c
+	err := s.queryRow(ctx, `SELECT m.bot FROM conversations c
 		JOIN platform_ids p ON p.conversation_id = c.id JOIN messages m ON m.id = p.message_id
 		WHERE c.platform = ? AND c.chat_id = ? AND p.platform_msg_id = ? AND m.from_kind = 'bot'`,
 		platform, chatID, platformMsgID).Scan(&bot)
@@ -206,7 +206,7 @@ func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsg
 // LastPrivateChat implements gateway.Store.
 func (s *SQLite) LastPrivateChat(ctx context.Context, sessionID string) (gateway.ChatRef, bool, error) {
 	var c gateway.ChatRef
-	err := s.r.QueryRowContext(ctx, `SELECT c.platform, c.chat_id
+	err := s.queryRow(ctx, `SELECT c.platform, c.chat_id
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		JOIN conversations c ON c.id = m.conversation_id
 		WHERE sm.session_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
@@ -223,7 +223,7 @@ func (s *SQLite) LastPrivateChat(ctx context.Context, sessionID string) (gateway
 
 // FindSession implements gateway.Store.
 func (s *SQLite) FindSession(ctx context.Context, key gateway.SessionKey) (gateway.Session, bool, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+	row := s.queryRow(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
 		FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`, key.Bot, key.Scope, key.ScopeID)
 	sess, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -255,7 +255,7 @@ func (s *SQLite) ListSessions(ctx context.Context, f gateway.SessionFilter) ([]g
 	}
 	q += ` ORDER BY updated_at DESC, id LIMIT ?`
 	args = append(args, limit)
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list sessions: %w", err)
 	}
@@ -273,7 +273,7 @@ func (s *SQLite) ListSessions(ctx context.Context, f gateway.SessionFilter) ([]g
 
 // GetSession implements gateway.Store.
 func (s *SQLite) GetSession(ctx context.Context, id string) (gateway.Session, error) {
-	sess, err := scanSession(s.r.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+	sess, err := scanSession(s.queryRow(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
 		FROM sessions WHERE id = ?`, id))
 	if err != nil {
 		return sess, fmt.Errorf("store: get session: %w", notFound(err))
@@ -291,10 +291,10 @@ func scanSession(row scanner) (gateway.Session, error) {
 
 // SessionMessages implements gateway.Store.
 func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit int) ([]gateway.Message, error) {
-	msgs, err := queryMessages(ctx, s.r, `SELECT * FROM (SELECT `+messageColumns+`
+	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		LEFT JOIN conversations c ON c.id = m.conversation_id
-		WHERE sm.session_id = ? AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`, sessionID, limit)
+		WHERE sm.session_id = ? AND m.kind = 'chat' ORDER BY sm.message_id DESC LIMIT ?) ORDER BY 1`, sessionID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: session messages: %w", err)
 	}
@@ -303,7 +303,7 @@ func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit in
 
 // ChatMessages implements gateway.Store.
 func (s *SQLite) ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]gateway.Message, error) {
-	msgs, err := queryMessages(ctx, s.r, `SELECT * FROM (SELECT `+messageColumns+`
+	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
 		FROM conversations c JOIN messages m ON m.conversation_id = c.id
 		WHERE c.platform = ? AND c.chat_id = ? AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
 		platform, chatID, limit)
@@ -316,7 +316,7 @@ func (s *SQLite) ChatMessages(ctx context.Context, platform, chatID string, limi
 // EnsureRoom implements gateway.Store.
 func (s *SQLite) EnsureRoom(ctx context.Context, platform, chatID, member string, bots []string) ([]string, error) {
 	var out []string
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		out = nil
 		at := micros(timeNow())
 		conv, created, err := ensureConversation(ctx, tx, platform, chatID, gateway.ChatGroup, chatID, at)

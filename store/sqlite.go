@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"net/url"
 	"sort"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
@@ -28,9 +29,23 @@ var migrations embed.FS
 // cheaper than busy-waiting in SQLite); reads use a small pool that runs
 // alongside thanks to WAL.
 type SQLite struct {
-	w *sql.DB
-	r *sql.DB
+	w     *sql.DB
+	r     *sql.DB
+	stmts stmtCache
+
+	// Writes go to one committer goroutine, which runs whatever is waiting
+	// in one transaction (group commit), each write in its own savepoint
+	// so one failure does not fail the others.
+	writes chan writeReq
+	quit   chan struct{}
+	loop   sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
 }
+
+// maxBatch bounds how many writes share one commit.
+const maxBatch = 128
 
 var _ gateway.Store = (*SQLite)(nil)
 
@@ -63,12 +78,24 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	}
 	r.SetMaxOpenConns(4)
 	s.r = r
+	s.writes = make(chan writeReq)
+	s.quit = make(chan struct{})
+	s.loop.Go(s.commitLoop)
 	return s, nil
 }
 
-// Close closes both connection pools.
+// Close stops the committer and closes both connection pools. Calling it
+// again returns the first result.
 func (s *SQLite) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	s.closeOnce.Do(func() {
+		if s.quit != nil {
+			close(s.quit)
+			s.loop.Wait()
+		}
+		s.closeStmts()
+		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+	})
+	return s.closeErr
 }
 
 // migrate applies the embedded migrations newer than the database's
@@ -91,11 +118,12 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		err = s.tx(ctx, func(tx *txn) error {
+			// A migration holds several statements: run it unprepared.
+			if _, err := tx.tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
+			_, err := tx.tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
 			return err
 		})
 		if err != nil {
@@ -105,23 +133,118 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs fn in a write transaction.
-func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+// writeReq is one write waiting for the committer.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(*txn) error
+	done chan error
+}
+
+// errClosed is returned by writes after Close.
+var errClosed = errors.New("store: closed")
+
+// tx runs fn in a write transaction: all of fn or none of it is stored
+// when tx returns. fn may share its transaction with other writes (group
+// commit); it must not keep state across calls, as it runs once.
+func (s *SQLite) tx(ctx context.Context, fn func(*txn) error) error {
+	if s.writes == nil {
+		return s.txNow(ctx, fn) // while opening (migrations)
+	}
+	req := writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.writes <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return errClosed
+	}
+	// Once taken, the write is waited for even if ctx ends, so the caller
+	// never mistakes a stored write for a failed one.
+	return <-req.done
+}
+
+// commitLoop runs queued writes in batches until Close.
+func (s *SQLite) commitLoop() {
+	for {
+		var first writeReq
+		select {
+		case first = <-s.writes:
+		case <-s.quit:
+			return
+		}
+		batch := []writeReq{first}
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.writes:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		s.runBatch(batch)
+	}
+}
+
+// runBatch commits a batch of writes in one transaction.
+func (s *SQLite) runBatch(batch []writeReq) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+	t := &txn{tx: tx, s: s}
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			errs[i] = err
+			continue
+		}
+		if errs[i] = r.fn(t); errs[i] != nil {
+			tx.ExecContext(ctx, "ROLLBACK TO w")
+		}
+		tx.ExecContext(ctx, "RELEASE w")
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	s.prepPending(ctx)
+	for i, r := range batch {
+		r.done <- errs[i]
+	}
+}
+
+// txNow runs fn in its own transaction, on the caller's goroutine.
+func (s *SQLite) txNow(ctx context.Context, fn func(*txn) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	err = fn(&txn{tx: tx, s: s})
+	if err != nil {
 		tx.Rollback()
-		return err
+	} else {
+		err = tx.Commit()
 	}
-	return tx.Commit()
+	s.prepPending(ctx)
+	return err
 }
 
 // Secret implements gateway.Store.
 func (s *SQLite) Secret(ctx context.Context, name string, n int) ([]byte, error) {
 	var v []byte
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		err := tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", "secret:"+name).Scan(&v)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err

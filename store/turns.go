@@ -16,7 +16,7 @@ var timeNow = time.Now
 
 // PendingTurns implements gateway.Store.
 func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, session_id, COALESCE(after_turn, 0) FROM turns WHERE status = 'pending' ORDER BY id`)
+	rows, err := s.query(ctx, `SELECT id, session_id, COALESCE(after_turn, 0) FROM turns WHERE status = 'pending' ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending turns: %w", err)
 	}
@@ -37,7 +37,7 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 	var d gateway.TurnData
 	var msgID int64
 	var delegation sql.NullString
-	err := s.r.QueryRowContext(ctx, `SELECT session_id, message_id, text, COALESCE(after_turn, 0), delegation_id FROM turns WHERE id = ?`, turnID).
+	err := s.queryRow(ctx, `SELECT session_id, message_id, text, COALESCE(after_turn, 0), delegation_id FROM turns WHERE id = ?`, turnID).
 		Scan(&d.Ref.SessionID, &msgID, &d.Text, &d.Ref.After, &delegation)
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d: %w", turnID, notFound(err))
@@ -50,21 +50,21 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 		}
 		d.Delegation = &del
 	}
-	d.Session, err = scanSession(s.r.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+	d.Session, err = scanSession(s.queryRow(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
 		FROM sessions WHERE id = ?`, d.Ref.SessionID))
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d session: %w", turnID, notFound(err))
 	}
-	d.Message, err = scanMessage(s.r.QueryRowContext(ctx, `SELECT `+messageColumns+`
+	d.Message, err = scanMessage(s.queryRow(ctx, `SELECT `+messageColumns+`
 		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`, msgID))
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d message: %w", turnID, notFound(err))
 	}
-	d.History, err = queryMessages(ctx, s.r, `SELECT * FROM (SELECT `+messageColumns+`
+	d.History, err = queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE sm.session_id = ? AND m.id != ? AND (m.id < ? OR m.from_kind != 'human')
-		ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
+		ORDER BY sm.message_id DESC LIMIT ?) ORDER BY 1`,
 		d.Ref.SessionID, msgID, msgID, historyLimit)
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d history: %w", turnID, err)
@@ -77,7 +77,7 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 // is answered once.
 func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gateway.Completed, error) {
 	var out gateway.Completed
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		out = gateway.Completed{}
 		// A completion without a turn settles a delegation (after a
 		// restart); it has no turn to check or close.
@@ -162,7 +162,7 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 
 // post stores a message in its chat (and session) and queues it in the
 // outbox.
-func post(ctx context.Context, tx *sql.Tx, p gateway.Post, now int64) (gateway.Outbound, error) {
+func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outbound, error) {
 	m := p.Message
 	conv, _, err := ensureConversation(ctx, tx, m.Platform, m.ChatID, m.ChatType, "", now)
 	if err != nil {
@@ -197,7 +197,7 @@ func post(ctx context.Context, tx *sql.Tx, p gateway.Post, now int64) (gateway.O
 }
 
 // note stores a session-only message.
-func note(ctx context.Context, tx *sql.Tx, n gateway.Note) error {
+func note(ctx context.Context, tx *txn, n gateway.Note) error {
 	id, err := insertMessage(ctx, tx, 0, n.Message)
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func note(ctx context.Context, tx *sql.Tx, n gateway.Note) error {
 	return err
 }
 
-func insertArtifacts(ctx context.Context, tx *sql.Tx, arts []gateway.ArtifactRecord, msgID int64, delegation string, now int64) error {
+func insertArtifacts(ctx context.Context, tx *txn, arts []gateway.ArtifactRecord, msgID int64, delegation string, now int64) error {
 	var msg, del any
 	if msgID != 0 {
 		msg = msgID
@@ -225,7 +225,7 @@ func insertArtifacts(ctx context.Context, tx *sql.Tx, arts []gateway.ArtifactRec
 
 // PendingOutbox implements gateway.Store.
 func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`
+	rows, err := s.query(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`
 		FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE o.status = 'pending' ORDER BY o.id`)
 	if err != nil {
@@ -266,7 +266,7 @@ func (p prefixScanner) Scan(dest ...any) error {
 // MarkSent implements gateway.Store. The platform's message ID is copied to
 // the message so replies to it can be traced back to the bot.
 func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		now := micros(timeNow())
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
 			platformMsgID, now, outboxID); err != nil {
@@ -286,7 +286,7 @@ func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID str
 
 // MarkPart implements gateway.Store.
 func (s *SQLite) MarkPart(ctx context.Context, outboxID int64, n int, platformMsgID string) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.tx(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET parts_sent = ?, updated_at = ? WHERE id = ?`,
 			n, micros(timeNow()), outboxID); err != nil {
 			return err
@@ -300,7 +300,7 @@ func (s *SQLite) MarkPart(ctx context.Context, outboxID int64, n int, platformMs
 }
 
 // addPlatformID maps a delivered part's platform ID to its message.
-func addPlatformID(ctx context.Context, tx *sql.Tx, outboxID int64, platformMsgID string) error {
+func addPlatformID(ctx context.Context, tx *txn, outboxID int64, platformMsgID string) error {
 	if platformMsgID == "" {
 		return nil
 	}
@@ -312,7 +312,7 @@ func addPlatformID(ctx context.Context, tx *sql.Tx, outboxID int64, platformMsgI
 
 // MarkAttempt implements gateway.Store.
 func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string) error {
-	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
+	_, err := s.exec(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
 		reason, micros(timeNow()), outboxID)
 	if err != nil {
 		return fmt.Errorf("store: mark attempt: %w", err)
@@ -322,7 +322,7 @@ func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string)
 
 // MarkFailed implements gateway.Store.
 func (s *SQLite) MarkFailed(ctx context.Context, outboxID int64, reason string) error {
-	_, err := s.w.ExecContext(ctx, `UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
+	_, err := s.exec(ctx, `UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
 		reason, micros(timeNow()), outboxID)
 	if err != nil {
 		return fmt.Errorf("store: mark failed: %w", err)

@@ -66,12 +66,17 @@ type Prompt struct {
 }
 
 // Build assembles the prompt of turn t. The new message is t.Text (on a
-// delegated turn, the task).
+// delegated turn, the task), labelled "[Human: <name>] " in a group as
+// the group's earlier messages are.
 func Build(t brains.Turn, opts Options) Prompt {
 	system := render(blocks(t, opts))
 	last := Message{Role: RoleUser, Name: t.User.Name, Content: t.Text}
-	if t.Delegation != nil && t.Delegation.From != "" {
+	switch {
+	case t.Delegation != nil && t.Delegation.From != "":
 		last.Name = t.Delegation.From
+	case t.Group:
+		// Labelled like the group's earlier messages in History.
+		last.Content = label(brains.Entry{Kind: "human", From: t.User.Name}) + " " + t.Text
 	}
 	history := window(messages(t), opts.ContextMessages)
 	if opts.TokenBudget > 0 {

@@ -17,11 +17,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // at is a fixed time for history entries.
 var at = time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC)
 
-// bot is Matty Atlas, the example mates's architect.
+// bot is Matty Atlas, the example team's architect.
 var bot = brains.Bot{
 	ID:   "mattyatlas",
 	Name: "Matty Atlas",
-	Persona: "You are Matty Atlas, the mates's architect.\n" +
+	Persona: "You are Matty Atlas, the team's architect.\n" +
 		"You answer briefly and draw boxes before code.",
 }
 
@@ -31,7 +31,7 @@ var mates = []brains.Mate{
 	{ID: "priest", Name: "Priest", Summary: "You are Priest, the reviewer."},
 }
 
-// privateTurn is a private chat on Telegram with history, a mates and an
+// privateTurn is a private chat on Telegram with history, a team and an
 // injected context block.
 func privateTurn() brains.Turn {
 	return brains.Turn{
@@ -48,7 +48,7 @@ func privateTurn() brains.Turn {
 		},
 		Team: mates,
 		Context: []brains.Block{
-			{Title: "Findings", Body: "- The mates prefers Go.\n- Deploys go to Fly.io."},
+			{Title: "Findings", Body: "- The team prefers Go.\n- Deploys go to Fly.io."},
 		},
 	}
 }
@@ -156,7 +156,7 @@ func TestBlockOrder(t *testing.T) {
 	tn := delegatedTurn()
 	tn.Group = true
 	tn.GroupHistory = groupTurn().GroupHistory
-	tn.Team = team
+	tn.Team = mates
 	tn.Context = []brains.Block{{Title: "insights", Body: "x"}, {Title: "", Body: "y"}, {Title: "empty", Body: "  "}}
 	sys := Build(tn, Options{}).System
 	order := []string{"PERSONA", "CHAT", "TEAM", "INSIGHTS", "CONTEXT", "GROUP CHAT", "DELEGATED TASK", "INPUTS", "EXPECTED OUTPUTS"}

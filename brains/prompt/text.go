@@ -25,7 +25,7 @@ func (p Prompt) Text() string {
 		}
 	}
 	section(&sb, "NEW MESSAGE")
-	if last.Name != "" {
+	if last.Name != "" && !labelled(last.Content) {
 		fmt.Fprintf(&sb, "From %s:\n", last.Name)
 	}
 	sb.WriteString(strings.TrimSpace(last.Content))
@@ -56,7 +56,7 @@ func line(m Message) string {
 	var l string
 	switch m.Role {
 	case RoleUser:
-		if strings.HasPrefix(text, "[Human: ") || strings.HasPrefix(text, "[Bot: ") {
+		if labelled(text) {
 			return text
 		}
 		l = "[Human: " + m.Name + "]"
@@ -72,4 +72,10 @@ func line(m Message) string {
 		}
 	}
 	return l + " " + text
+}
+
+// labelled reports whether a message's content starts with its speaker's
+// label, as another bot's or a person's in a group does.
+func labelled(content string) bool {
+	return strings.HasPrefix(content, "[Human: ") || strings.HasPrefix(content, "[Bot: ")
 }

@@ -1,0 +1,228 @@
+// Package openai is the brain that talks to an OpenAI-compatible
+// chat-completions server: Ollama, llama.cpp's server, vLLM, LM Studio,
+// OpenAI itself, and the many hosted services that copy its API.
+//
+// Each turn is one POST to {BaseURL}/chat/completions with the prompt
+// from package prompt (the system blocks first, then the kept history and
+// the new message), asking for a streamed answer and accepting a plain
+// JSON one from servers that ignore "stream". 429 and 5xx answers and
+// connection failures are retried with exponential backoff and jitter,
+// honouring Retry-After, within the turn's timeout. When the bot may hand
+// work to others, the model is offered a delegate(bot, task) function
+// tool; its calls come back as brains.Reply.Handoffs for the gateway to
+// route through its delegation router and limits.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/brains/prompt"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultTimeout   = 2 * time.Minute
+	DefaultRetryMax  = 4
+	DefaultRetryBase = 500 * time.Millisecond
+	DefaultRetryCap  = 30 * time.Second
+)
+
+// Config is an openai brain's settings.
+type Config struct {
+	// BaseURL is the API root, ending in /v1 for most servers:
+	// http://127.0.0.1:11434/v1 (Ollama), https://api.openai.com/v1.
+	BaseURL string
+	// Model is the model name sent with each request.
+	Model string
+	// APIKey is the key itself (resolved from api_key_env by the caller),
+	// sent as a bearer token; empty sends none.
+	APIKey string
+	// Timeout bounds one turn, retries and waits included; zero means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// ContextMessages is the most history messages sent; 0 sends what
+	// the gateway passes.
+	ContextMessages int
+	// TokenBudget is the estimated token budget of the whole prompt
+	// (prompt.Options.TokenBudget); 0 means none.
+	TokenBudget int
+	// Temperature is sent when set.
+	Temperature *float64
+	// MaxTokens is sent as max_tokens when positive.
+	MaxTokens int
+	// HTTPClient makes the requests; nil means a client without a
+	// timeout of its own (the turn's context bounds it).
+	HTTPClient *http.Client
+	// Logger receives retries and failures; nil means slog.Default().
+	Logger *slog.Logger
+	// Retry tunes retries of failed requests.
+	Retry Retry
+}
+
+// LogValue shows cfg without its API key.
+func (c Config) LogValue() slog.Value {
+	key := ""
+	if c.APIKey != "" {
+		key = "REDACTED"
+	}
+	return slog.GroupValue(
+		slog.String("base_url", c.BaseURL),
+		slog.String("model", c.Model),
+		slog.String("api_key", key),
+		slog.Duration("timeout", c.Timeout),
+	)
+}
+
+// Retry is the retry policy for 429, 5xx and connection failures.
+type Retry struct {
+	// Max is the most retries after the first attempt; 0 means
+	// DefaultRetryMax and a negative value disables retries.
+	Max int
+	// Base is the first backoff; it doubles each retry, up to Cap. Zero
+	// values mean DefaultRetryBase and DefaultRetryCap.
+	Base, Cap time.Duration
+}
+
+// Brain answers turns through a chat-completions server. It is safe for
+// concurrent use.
+type Brain struct {
+	endpoint    string
+	model       string
+	apiKey      string
+	timeout     time.Duration
+	window      int
+	budget      int
+	temperature *float64
+	maxTokens   int
+	client      *http.Client
+	log         *slog.Logger
+	retry       Retry
+
+	// noTools is set once the server refuses the delegate tool, so later
+	// turns do not ask again.
+	noTools atomic.Bool
+
+	// sleep waits between attempts and jitter spreads backoffs; tests
+	// replace them to run without waiting or chance.
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func(d time.Duration) time.Duration
+}
+
+var _ brains.Brain = (*Brain)(nil)
+
+// New checks cfg and returns a brain. It makes no request: a server that
+// is down at start only fails the turns made while it is.
+func New(cfg Config) (*Brain, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai brain: base_url %q is not an http(s) URL", cfg.BaseURL)
+	}
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("openai brain: model is empty")
+	}
+	b := &Brain{
+		endpoint:    strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		model:       cfg.Model,
+		apiKey:      cfg.APIKey,
+		timeout:     cfg.Timeout,
+		window:      cfg.ContextMessages,
+		budget:      cfg.TokenBudget,
+		temperature: cfg.Temperature,
+		maxTokens:   cfg.MaxTokens,
+		client:      cfg.HTTPClient,
+		log:         cfg.Logger,
+		retry:       cfg.Retry,
+		sleep:       sleep,
+		jitter:      jitter,
+	}
+	if b.timeout <= 0 {
+		b.timeout = DefaultTimeout
+	}
+	if b.client == nil {
+		b.client = &http.Client{}
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.retry.Max == 0 {
+		b.retry.Max = DefaultRetryMax
+	}
+	if b.retry.Base <= 0 {
+		b.retry.Base = DefaultRetryBase
+	}
+	if b.retry.Cap <= 0 {
+		b.retry.Cap = DefaultRetryCap
+	}
+	return b, nil
+}
+
+// Reply asks the model to answer t. The reply's text is the model's
+// content; its Handoffs are the delegate tool calls it made. An answer
+// with neither is an error, as are a malformed response, a refused
+// request and running out of time (which wraps
+// context.DeadlineExceeded). Errors carry the server's own message but
+// never the API key.
+func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	log := b.log.With("brain", "openai", "bot", t.Bot.ID, "session", t.SessionID, "model", b.model)
+
+	tools := len(t.Team) > 0 && !b.noTools.Load()
+	p := prompt.Build(t, prompt.Options{ContextMessages: b.window, TokenBudget: b.budget, DelegateTool: tools})
+	ans, err := b.complete(ctx, log, b.request(p, t.Team, tools))
+	if errors.Is(err, errToolsUnsupported) {
+		// Small local models often lack tool support; the bot can still
+		// hand work over by writing a trigger.
+		log.Warn("server refused the delegate tool; continuing without tools", "err", err)
+		b.noTools.Store(true)
+		p = prompt.Build(t, prompt.Options{ContextMessages: b.window, TokenBudget: b.budget})
+		ans, err = b.complete(ctx, log, b.request(p, nil, false))
+	}
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("%w: %w", err, ctx.Err())
+		}
+		return brains.Reply{}, err
+	}
+
+	handoffs, bad := handoffs(log, ans.calls, t.Team)
+	text := strings.TrimSpace(stripThinking(ans.content))
+	if text == "" && len(handoffs) == 0 {
+		if bad != nil {
+			return brains.Reply{}, fmt.Errorf("openai: the model answered only with unusable tool calls: %w", bad)
+		}
+		return brains.Reply{}, fmt.Errorf("openai: %w", brains.ErrEmptyReply)
+	}
+	return brains.Reply{Text: text, Handoffs: handoffs}, nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// jitter is "equal jitter": a random duration in [d/2, d], so clients
+// that failed together do not retry together.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
+}
