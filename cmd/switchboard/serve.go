@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/api"
 	"github.com/switchboard-chat/switchboard/config"
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 	"github.com/switchboard-chat/switchboard/store"
 )
@@ -45,6 +47,8 @@ type Main struct {
 	store   *store.SQLite
 	gw      *gateway.Gateway
 	web     *web.Adapter
+	discord *discord.Platform
+	brains  brainSet
 	srv     *http.Server
 	ln      net.Listener
 
@@ -86,6 +90,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 
 	m.gw = gateway.New(gateway.Options{Store: m.store, Logger: m.Logger})
+	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
+	// Platforms are configured (by apply) before the gateway starts, so
+	// replies left in the outbox find their bots.
+	m.discord = discord.New(discord.Options{Logger: m.Logger})
 	if err := m.apply(cfg); err != nil {
 		return err
 	}
@@ -96,6 +104,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Logger:         m.Logger,
 	})
 	m.gw.AddPlatform(m.web)
+	m.gw.AddPlatform(m.discord)
 	logSkippedPlatforms(cfg, m.Logger)
 
 	listen := cfg.Gateway.Listen
@@ -113,6 +122,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.cancel = cancel
 	m.goRun("web platform", func() error { return m.web.Run(runCtx, m.gw) })
 	<-m.web.Ready()
+	m.goRun("discord platform", func() error { return m.discord.Run(runCtx, m.gw) })
 	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
 	m.watcher.Subscribe(m.reload)
 	if err := m.gw.Start(ctx); err != nil {

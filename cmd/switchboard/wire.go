@@ -1,23 +1,28 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	execbrain "github.com/switchboard-chat/switchboard/brains/exec"
+	"github.com/switchboard-chat/switchboard/brains/openai"
 	"github.com/switchboard-chat/switchboard/brains/script"
 	"github.com/switchboard-chat/switchboard/config"
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
+	"github.com/switchboard-chat/switchboard/platforms/discord"
 )
 
 // apply turns a validated configuration into the gateway's roster and user
-// directory and publishes both.
+// directory and publishes both, and hands each platform its bots.
 func (m *Main) apply(cfg *config.Config) error {
-	roster, err := buildRoster(cfg)
+	roster, err := m.brains.roster(cfg, m.Logger)
 	if err != nil {
 		return err
 	}
@@ -31,6 +36,9 @@ func (m *Main) apply(cfg *config.Config) error {
 	limits := delegation.DefaultLimits
 	limits.MaxDepth, limits.Cooldown = d.MaxDepth, d.Cooldown
 	m.gw.SetDelegation(gateway.DelegationSettings{Limits: limits, ContextMessages: d.ContextMessages, Timeout: d.Timeout})
+	if m.discord != nil {
+		m.discord.Configure(discordBots(cfg))
+	}
 	return nil
 }
 
@@ -51,15 +59,43 @@ func (m *Main) reload(old, cfg *config.Config) {
 	m.Logger.Info("configuration reloaded", "bots", len(cfg.Bots), "users", len(cfg.Users.Users))
 }
 
-// buildRoster makes the gateway's bots, each with its brain.
-func buildRoster(cfg *config.Config) (*gateway.Roster, error) {
+// brainSet builds bots' brains and keeps them across reloads while their
+// configuration is unchanged, so a brain's own state (an exec brain's
+// memory of outputs, an openai brain's tool support) survives edits of
+// other bots.
+type brainSet struct {
+	workRoot string
+	mu       sync.Mutex
+	built    map[string]builtBrain
+}
+
+type builtBrain struct {
+	cfg    config.Brain
+	apiKey string
+	brain  brains.Brain
+}
+
+// roster makes the gateway's bots, each with its brain.
+func (s *brainSet) roster(cfg *config.Config, log *slog.Logger) (*gateway.Roster, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]builtBrain, len(cfg.Bots))
 	bots := make([]*gateway.Bot, 0, len(cfg.Bots))
 	for i := range cfg.Bots {
 		cb := &cfg.Bots[i]
-		brain, err := buildBrain(cb)
-		if err != nil {
-			return nil, fmt.Errorf("bot %s: %w", cb.ID, err)
+		key := ""
+		if cb.Brain.APIKeyEnv != "" {
+			key = os.Getenv(cb.Brain.APIKeyEnv)
 		}
+		prev, ok := s.built[cb.ID]
+		brain := prev.brain
+		if !ok || !reflect.DeepEqual(prev.cfg, cb.Brain) || prev.apiKey != key {
+			var err error
+			if brain, err = buildBrain(cb, key, s.workRoot, log); err != nil {
+				return nil, fmt.Errorf("bot %s: %w", cb.ID, err)
+			}
+		}
+		next[cb.ID] = builtBrain{cfg: cb.Brain, apiKey: key, brain: brain}
 		b := &gateway.Bot{
 			ID:            cb.ID,
 			Name:          cb.Name,
@@ -81,11 +117,13 @@ func buildRoster(cfg *config.Config) (*gateway.Roster, error) {
 		}
 		bots = append(bots, b)
 	}
+	s.built = next
 	return gateway.NewRoster(bots), nil
 }
 
 // buildBrain picks the brain implementation for a bot.
-func buildBrain(b *config.Bot) (brains.Brain, error) {
+func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brains.Brain, error) {
+	log = log.With("bot", b.ID)
 	switch b.Brain.Kind {
 	case "script":
 		sc := script.Config{Default: b.Brain.Default}
@@ -97,18 +135,36 @@ func buildBrain(b *config.Bot) (brains.Brain, error) {
 			sc.Rules = append(sc.Rules, rule)
 		}
 		return script.New(sc)
-	default:
-		return unavailableBrain{kind: b.Brain.Kind}, nil
+	case "exec":
+		return execbrain.New(execbrain.Config{
+			Command: b.Brain.Command, ResumeCommand: b.Brain.ResumeCommand, Env: b.Brain.Env,
+			Timeout: b.Brain.Timeout, WorkRoot: filepath.Join(workRoot, b.ID), Logger: log,
+			ContextMessages: b.Brain.ContextMessages,
+		})
+	case "openai":
+		if b.Brain.APIKeyEnv != "" && apiKey == "" {
+			log.Warn("openai brain: api key variable is unset; requests go without a key", "env", b.Brain.APIKeyEnv)
+		}
+		return openai.New(openai.Config{
+			BaseURL: b.Brain.BaseURL, Model: b.Brain.Model, APIKey: apiKey, Timeout: b.Brain.Timeout,
+			ContextMessages: b.Brain.ContextMessages, Temperature: b.Brain.Temperature,
+			MaxTokens: b.Brain.MaxTokens, Logger: log,
+		})
 	}
+	return nil, fmt.Errorf("unknown brain kind %q", b.Brain.Kind)
 }
 
-// unavailableBrain stands in for brain kinds this build does not run yet
-// (exec and openai arrive with issue 6): every turn fails with a clear
-// reason, so the user gets the bot's apology and the log says why.
-type unavailableBrain struct{ kind string }
-
-func (u unavailableBrain) Reply(context.Context, brains.Turn) (brains.Reply, error) {
-	return brains.Reply{}, fmt.Errorf("brain kind %q is not supported by this build yet", u.kind)
+// discordBots lists the bots with a Discord section whose token is set.
+func discordBots(cfg *config.Config) []discord.BotConfig {
+	var out []discord.BotConfig
+	for _, b := range cfg.Bots {
+		d := b.Platforms.Discord
+		if d == nil || d.TokenEnv == "" || os.Getenv(d.TokenEnv) == "" {
+			continue
+		}
+		out = append(out, discord.BotConfig{BotID: b.ID, Token: os.Getenv(d.TokenEnv), APIURL: d.APIURL, GatewayURL: d.GatewayURL})
+	}
+	return out
 }
 
 // buildDirectory makes the identity directory from users.yaml.
@@ -140,7 +196,5 @@ func logSkippedPlatforms(cfg *config.Config, log *slog.Logger) {
 func logPlatform(log *slog.Logger, bot, platform, env string) {
 	if env == "" || os.Getenv(env) == "" {
 		log.Info(platform+" skipped: token variable unset", "bot", bot, "env", env)
-		return
 	}
-	log.Warn(platform+" adapter is not part of this build yet; the bot is reachable on the web only", "bot", bot)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -23,7 +24,8 @@ func TestExampleConfigBuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buildRoster(cfg); err != nil {
+	var set brainSet
+	if _, err := set.roster(cfg, slog.Default()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := buildDirectory(cfg); err != nil {
