@@ -1,0 +1,207 @@
+// Command bench measures Switchboard the way an operator would judge it
+// and prints one table from one run: each figure next to a baseline
+// measured in the same run on the same machine, and the target of
+// issue 7.
+//
+//	go run ./internal/bench            # the full run (about a minute)
+//	go run ./internal/bench -quick     # a smoke test: small counts
+//
+// The gateway is the real binary (built with `go build` unless -bin names
+// one), started as a child process on a generated config with the script
+// brain and SQLite persistence; the load client talks to it over loopback
+// /ws. The WebSocket baseline is a bare gorilla/websocket echo server,
+// this same program re-executed as a child, driven by the same client
+// code. Progress goes to standard error, the table to standard output.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"time"
+)
+
+func main() {
+	if echoRole() {
+		return
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the bench's knobs; flags set them.
+type options struct {
+	quick    bool
+	duration time.Duration
+	// conns drive the closed-loop throughput phase.
+	conns int
+	// rate is the offered load of the open-loop phase, spread over
+	// rateConns connections.
+	rate      float64
+	rateConns int
+	// idle is the number of idle connections for the memory figure.
+	idle      int
+	handoffs  int
+	startups  int
+	bin       string
+	keepFiles bool
+}
+
+// fullOptions and quickOptions are the two presets; flags override them.
+var (
+	fullOptions  = options{duration: 5 * time.Second, conns: 2000, rate: 2000, rateConns: 200, idle: 5000, handoffs: 50, startups: 5}
+	quickOptions = options{quick: true, duration: 600 * time.Millisecond, conns: 20, rate: 100, rateConns: 10, idle: 50, handoffs: 3, startups: 1}
+)
+
+// run parses the command line, runs the bench and prints the table.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "small counts and short phases: a smoke test, not a measurement")
+	duration := fs.Duration("duration", 0, "length of each timed phase (default 5s, 600ms with -quick)")
+	conns := fs.Int("conns", 0, "connections for the throughput phase (default 2000)")
+	idle := fs.Int("idle", 0, "idle connections for the memory figure (default 5000)")
+	bin := fs.String("bin", "", "gateway binary to measure (default: go build ./cmd/switchboard into a temp dir)")
+	keep := fs.Bool("keep", false, "keep the temp dir (configs, databases, server logs)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	opts := fullOptions
+	if *quick {
+		opts = quickOptions
+	}
+	if *duration > 0 {
+		opts.duration = *duration
+	}
+	if *conns > 0 {
+		opts.conns = *conns
+	}
+	if *idle > 0 {
+		opts.idle = *idle
+	}
+	opts.bin, opts.keepFiles = *bin, *keep
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	b := &bench{opts: opts, log: stderr}
+	if err := b.run(ctx); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	printTable(stdout, b.header(), b.rows, b.notes)
+	if b.failed {
+		return 1
+	}
+	return 0
+}
+
+// bench is one run: its options, scratch space, and the report so far.
+type bench struct {
+	opts   options
+	log    io.Writer
+	tmp    string
+	bin    string
+	rows   []row
+	notes  []string
+	failed bool
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
+}
+
+// note adds a line under the table.
+func (b *bench) note(format string, args ...any) {
+	b.notes = append(b.notes, fmt.Sprintf(format, args...))
+}
+
+// fail records a figure that could not be measured properly.
+func (b *bench) fail(figure string, err error) {
+	b.failed = true
+	b.note("ERROR in %s: %v", figure, err)
+}
+
+// target renders a verdict, or n/a in quick mode where counts are too
+// small for the figures to mean anything.
+func (b *bench) target(ok, failed bool) string {
+	if b.opts.quick && !failed {
+		return "n/a (quick)"
+	}
+	return verdict(ok, failed)
+}
+
+func (b *bench) run(ctx context.Context) error {
+	limit, err := raiseFileLimit()
+	if err != nil {
+		return fmt.Errorf("raise RLIMIT_NOFILE: %w", err)
+	}
+	if need := uint64(max(b.opts.idle, b.opts.conns) + 256); limit < need {
+		return fmt.Errorf("RLIMIT_NOFILE hard limit %d is below the %d descriptors needed; raise it or use -idle/-conns", limit, need)
+	}
+	b.tmp, err = os.MkdirTemp("", "switchboard-bench-")
+	if err != nil {
+		return err
+	}
+	if b.opts.keepFiles {
+		b.progress("keeping %s", b.tmp)
+	} else {
+		defer os.RemoveAll(b.tmp)
+	}
+	b.bin = b.opts.bin
+	if b.bin == "" {
+		b.progress("building the gateway")
+		if b.bin, err = buildGateway(ctx, b.tmp); err != nil {
+			return err
+		}
+	}
+
+	steps := []struct {
+		name string
+		fn   func(context.Context) error
+	}{
+		{"web load", b.webLoad},
+		{"store", b.storeAppend},
+		{"idle memory", b.idleMemory},
+		{"delegation", b.delegation},
+		{"start-up", b.startup},
+	}
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.fn(ctx); err != nil {
+			b.fail(s.name, err)
+		}
+	}
+	return ctx.Err()
+}
+
+// header describes the run and the machine.
+func (b *bench) header() []string {
+	mode := fmt.Sprintf("full run, %s per timed phase", b.opts.duration)
+	if b.opts.quick {
+		mode = fmt.Sprintf("QUICK smoke run (%s phases, tiny counts): figures are not measurements", b.opts.duration)
+	}
+	return []string{
+		"Switchboard bench — " + time.Now().UTC().Format("2006-01-02 15:04 UTC") + ", " + mode,
+		fmt.Sprintf("machine: %d CPUs (%s), %s %s/%s", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH),
+	}
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The phases of a run. Each starts the servers it needs (a fresh process,
+// so one phase's garbage and database do not colour the next) and appends
+// its rows in the table's order.
+
+// The issue's targets for this round (issue 7).
+const (
+	targetThroughput      = 10000 // messages/s through /ws
+	targetThroughputRatio = 0.30  // of the bare echo server's
+	targetP99             = 20 * time.Millisecond
+	targetIdleBytes       = 32 * 1024
+	targetDelegation      = 5 * time.Millisecond
+	targetStartup         = 300 * time.Millisecond
+)
+
+// loadFigures are the closed- and open-loop results against one server.
+type loadFigures struct {
+	closed, open loadResult
+}
+
+// measureLoad runs the throughput and fixed-rate phases against s.
+func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFigures, error) {
+	var f loadFigures
+	b.progress("%s: closed loop, %d connections, %s", s.name, b.opts.conns, b.opts.duration)
+	conns, err := dialAll(ctx, s.addr, b.opts.conns, hello)
+	if err != nil {
+		return f, err
+	}
+	f.closed = closedLoop(conns, "mattyatlas", b.opts.duration)
+	closeAll(conns)
+
+	b.progress("%s: open loop, %.0f msg/s over %d connections, %s", s.name, b.opts.rate, b.opts.rateConns, b.opts.duration)
+	conns, err = dialAll(ctx, s.addr, b.opts.rateConns, hello)
+	if err != nil {
+		return f, err
+	}
+	f.open = openLoop(conns, "mattyatlas", b.opts.rate, b.opts.duration)
+	closeAll(conns)
+	return f, nil
+}
+
+// webLoad measures throughput and latency through /ws: the echo server
+// first, then the gateway, with the same client.
+func (b *bench) webLoad(ctx context.Context) error {
+	echo, err := startEcho(ctx, b.tmp)
+	if err != nil {
+		return err
+	}
+	e, err := b.measureLoad(ctx, echo, false)
+	echo.stop()
+	if err != nil {
+		return fmt.Errorf("echo: %w", err)
+	}
+	gw, err := startGateway(ctx, b.bin, b.tmp)
+	if err != nil {
+		return err
+	}
+	g, err := b.measureLoad(ctx, gw, true)
+	if stopErr := gw.stop(); stopErr != nil {
+		b.note("gateway shutdown after load: %v", stopErr)
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: %w\n%s", err, gw.logTail())
+	}
+
+	for _, x := range []struct {
+		who string
+		r   *loadResult
+	}{{"echo closed loop", &e.closed}, {"echo open loop", &e.open}, {"gateway closed loop", &g.closed}, {"gateway open loop", &g.open}} {
+		if x.r.failures > 0 {
+			b.fail(x.who, fmt.Errorf("%d failed messages, e.g. %v", x.r.failures, x.r.firstFailure))
+		} else if x.r.completed == 0 {
+			b.fail(x.who, errNoAnswers)
+		}
+	}
+
+	gt, et := g.closed.throughput(), e.closed.throughput()
+	ratio := 0.0
+	if et > 0 {
+		ratio = gt / et
+	}
+	closedFailed := g.closed.failures > 0 || g.closed.completed == 0 || e.closed.completed == 0
+	b.rows = append(b.rows,
+		row{
+			name:     "throughput /ws (script brain, SQLite)",
+			value:    rate(gt),
+			baseline: fmt.Sprintf("echo %s (gateway = %.0f%%)", rate(et), 100*ratio),
+			target:   fmt.Sprintf("≥ %s/s and ≥ %.0f%% of echo", thousands(targetThroughput), 100*targetThroughputRatio),
+			verdict:  b.target(gt >= targetThroughput && ratio >= targetThroughputRatio, closedFailed),
+		},
+		row{
+			name:     "latency p50 / p99 at that load",
+			value:    ms(quantile(g.closed.latencies, 0.5)) + " / " + ms(quantile(g.closed.latencies, 0.99)),
+			baseline: "echo " + ms(quantile(e.closed.latencies, 0.5)) + " / " + ms(quantile(e.closed.latencies, 0.99)),
+			target:   "—",
+			verdict:  "—",
+		},
+	)
+	p99 := quantile(g.open.latencies, 0.99)
+	b.rows = append(b.rows, row{
+		name:     fmt.Sprintf("latency p50 / p99 at %s msg/s offered", thousands(int64(b.opts.rate))),
+		value:    ms(quantile(g.open.latencies, 0.5)) + " / " + ms(p99),
+		baseline: "echo " + ms(quantile(e.open.latencies, 0.5)) + " / " + ms(quantile(e.open.latencies, 0.99)),
+		target:   "p99 < " + ms(targetP99),
+		verdict:  b.target(p99 < targetP99, g.open.failures > 0 || g.open.completed == 0),
+	})
+
+	ceiling := float64(b.opts.conns) * float64(time.Second) / float64(sendGap)
+	b.note("throughput: closed loop over %d connections, one message in flight each, at most %.0f msg/s per connection (the widget allows 20 frames/s): client ceiling %s.",
+		b.opts.conns, float64(time.Second)/float64(sendGap), rate(ceiling))
+	if et >= 0.9*ceiling {
+		b.note("throughput: the echo figure is at the client ceiling, so it understates the echo server; rerun with more -conns.")
+	}
+	b.note("latency is send → reply frame (echo: the echoed frame); at fixed load it is measured from each send's scheduled time (open loop, %d connections).", b.opts.rateConns)
+	return nil
+}
+
+// storeAppend compares the gateway store's append rate with a bare
+// insert loop under the same durability settings.
+func (b *bench) storeAppend(ctx context.Context) error {
+	b.progress("store: AppendInbound for %s", b.opts.duration)
+	got, n, err := appendRate(ctx, b.tmp, b.opts.duration)
+	if err != nil {
+		return err
+	}
+	b.progress("store: bare go-sqlite3 inserts for %s", b.opts.duration)
+	bare, m, err := bareInsertRate(ctx, b.tmp, b.opts.duration)
+	if err != nil {
+		return err
+	}
+	b.rows = append(b.rows, row{
+		name:     "store append (AppendInbound, 1 tx each)",
+		value:    rate(got),
+		baseline: fmt.Sprintf("bare insert %s (store = %.0f%%)", rate(bare), 100*got/bare),
+		target:   "—",
+		verdict:  "—",
+	})
+	b.note("store: %s appends of web messages with one turn each over %d visitors; bare: %s one-row transactions; both WAL, synchronous=NORMAL, one writer.",
+		thousands(int64(n)), storeUsers, thousands(int64(m)))
+	return nil
+}
+
+// idleMemory measures the resident memory of idle connections on the
+// gateway and on the echo server, each a fresh process.
+func (b *bench) idleMemory(ctx context.Context) error {
+	n := b.opts.idle
+	echo, err := startEcho(ctx, b.tmp)
+	if err != nil {
+		return err
+	}
+	b.progress("echo: %d idle connections", n)
+	e, err := idleMemory(ctx, echo, n, false)
+	echo.stop()
+	if err != nil {
+		return fmt.Errorf("echo: %w", err)
+	}
+	gw, err := startGateway(ctx, b.bin, b.tmp)
+	if err != nil {
+		return err
+	}
+	b.progress("gateway: %d idle connections", n)
+	g, err := idleMemory(ctx, gw, n, true)
+	gw.stop()
+	if err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	b.rows = append(b.rows, row{
+		name:     fmt.Sprintf("memory per idle /ws connection at %s", thousands(int64(n))),
+		value:    kib(g),
+		baseline: "echo " + kib(e),
+		target:   "< " + kib(targetIdleBytes),
+		verdict:  b.target(g < targetIdleBytes, false),
+	})
+	b.note("memory: growth of the server's VmRSS with the connections open (after 1 s), divided by their number.")
+	return nil
+}
+
+// delegation measures the hand-off overhead on a fresh gateway.
+func (b *bench) delegation(ctx context.Context) error {
+	gw, err := startGateway(ctx, b.bin, b.tmp)
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	b.progress("gateway: %d direct messages and %d hand-offs", b.opts.handoffs, b.opts.handoffs)
+	d, err := delegationOverhead(ctx, gw.addr, b.opts.handoffs)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, gw.logTail())
+	}
+	over := d.handoff - d.direct
+	b.rows = append(b.rows, row{
+		name:     fmt.Sprintf("delegation overhead (median of %d)", d.samples),
+		value:    ms(over),
+		baseline: "direct " + ms(d.direct) + ", hand-off " + ms(d.handoff),
+		target:   "< " + ms(targetDelegation),
+		verdict:  b.target(over < targetDelegation, false),
+	})
+	b.note("delegation: user → Matty \"tell finn to …\" → Finn's reply frame, minus user → Finn → reply frame; each sample a new visitor.")
+	return nil
+}
+
+// startup measures exec → ready /healthz for the gateway and the echo
+// server.
+func (b *bench) startup(ctx context.Context) error {
+	b.progress("start-up: %d runs each", b.opts.startups)
+	g, e, err := startupTimes(ctx, b.bin, b.tmp, b.opts.startups)
+	if err != nil {
+		return err
+	}
+	b.rows = append(b.rows, row{
+		name:     fmt.Sprintf("start-up, exec → /healthz 200 (median of %d)", b.opts.startups),
+		value:    ms(g),
+		baseline: "echo " + ms(e),
+		target:   "< " + ms(targetStartup),
+		verdict:  b.target(g < targetStartup, false),
+	})
+	b.note("start-up: a new config dir and database each time (migrations included), /healthz polled every 1 ms.")
+	return nil
+}

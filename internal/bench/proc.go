@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The gateway under test is the real binary, built from this module and
+// started as a child process on a generated configuration, so the figures
+// include everything an operator runs: config loading, migrations, the
+// store, the web adapter and the script brain.
+const gatewayPkg = "github.com/switchboard-chat/switchboard/cmd/switchboard"
+
+// benchBots is the bench's bots.yaml: two script bots on the web, Matty
+// allowed to hand work to Finn. Replies are unique per message, so a reply
+// names the message it answers.
+const benchBots = `
+gateway:
+  listen: %s
+  database: bench.db
+bots:
+  - id: mattyatlas
+    name: Matty Atlas
+    aliases: [matty]
+    persona: You are Matty Atlas.
+    brain:
+      kind: script
+      default: '{{.Bot.Name}} heard: {{.Text}}'
+    platforms:
+      web: {}
+    delegation:
+      allow: [finnshipley]
+  - id: finnshipley
+    name: Finn Shipley
+    aliases: [finn]
+    brain:
+      kind: script
+      default: '{{if .Delegation}}Finn built: {{.Text}}{{else}}Finn heard: {{.Text}}{{end}}'
+    platforms:
+      web: {}
+`
+
+// benchUsers is the bench's users.yaml; every bench client is anonymous.
+const benchUsers = "users: []\n"
+
+// Environment variables that make this program (or its test binary) an
+// echo server child instead of the bench.
+const (
+	roleEnv   = "SWITCHBOARD_BENCH_ROLE"
+	listenEnv = "SWITCHBOARD_BENCH_LISTEN"
+)
+
+// buildGateway compiles the gateway into dir and returns the binary's
+// path. It runs without -race whatever the caller was built with.
+func buildGateway(ctx context.Context, dir string) (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(dir, "switchboard")
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, gatewayPkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build gateway: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// freePort returns a loopback address that was free a moment ago. A child
+// process cannot report the port it bound, so the bench picks one.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
+}
+
+// raiseFileLimit lifts the soft RLIMIT_NOFILE to the hard limit and
+// returns it. Calling Setrlimit explicitly also makes exec'd children
+// inherit the raised limit (the Go runtime otherwise restores the
+// original soft limit for them).
+func raiseFileLimit() (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	lim.Cur = lim.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	return lim.Cur, nil
+}
+
+// server is a child process serving /ws and /healthz on addr.
+type server struct {
+	name    string
+	addr    string
+	cmd     *exec.Cmd
+	logPath string
+	started time.Time
+	ready   time.Duration
+	// waitCh receives cmd.Wait's result once the child exits.
+	waitCh chan error
+}
+
+// startGateway writes a fresh config dir under parent and starts the
+// gateway binary on it, returning once /healthz answers 200.
+func startGateway(ctx context.Context, bin, parent string) (*server, error) {
+	dir, err := os.MkdirTemp(parent, "gateway-")
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), fmt.Appendf(nil, benchBots, addr), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(benchUsers), 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--config", dir)
+	cmd.Env = append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=bench")
+	return startServer(ctx, "gateway", cmd, addr, filepath.Join(dir, "serve.log"))
+}
+
+// startEcho starts this program again as a bare gorilla/websocket echo
+// server (see echo.go) and returns once its /healthz answers.
+func startEcho(ctx context.Context, parent string) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(parent, "echo-")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), roleEnv+"=echo", listenEnv+"="+addr)
+	return startServer(ctx, "echo", cmd, addr, filepath.Join(dir, "echo.log"))
+}
+
+// startServer starts cmd with its output in logPath and waits until
+// GET /healthz on addr answers 200; ready is the time from exec to then.
+func startServer(ctx context.Context, name string, cmd *exec.Cmd, addr, logPath string) (*server, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	s := &server{name: name, addr: addr, cmd: cmd, logPath: logPath, waitCh: make(chan error, 1)}
+	s.started = time.Now()
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	logf.Close() // the child holds its own descriptor
+	go func() { s.waitCh <- cmd.Wait() }()
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				s.ready = time.Since(s.started)
+				return s, nil
+			}
+		}
+		select {
+		case err := <-s.waitCh:
+			return nil, fmt.Errorf("%s exited before it was ready: %v\n%s", name, err, s.logTail())
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("%s not ready after 30s\n%s", name, s.logTail())
+		}
+	}
+}
+
+// stop ends the child with SIGTERM (a graceful shutdown), then SIGKILL
+// if it takes longer than the gateway's own 10 s budget.
+func (s *server) stop() error {
+	if s == nil || s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.waitCh:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ProcessState != nil && !ee.ProcessState.Success() {
+			return nil // killed by our signal or exited non-zero on it: fine for a bench
+		}
+		return err
+	case <-time.After(12 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.waitCh
+		return fmt.Errorf("%s did not stop within 12s of SIGTERM", s.name)
+	}
+}
+
+// rss reads the child's resident set size in bytes from /proc.
+func (s *server) rss() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("VmRSS %q: %w", rest, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/<pid>/status")
+}
+
+// logTail is the end of the child's output, for error messages.
+func (s *server) logTail() string {
+	b, _ := os.ReadFile(s.logPath)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
