@@ -91,17 +91,16 @@ func (g *Gateway) Delegate(ctx context.Context, r DelegateRequest) (Delegation, 
 		nd.Target = SessionKey{Bot: to.ID, Scope: ScopeUser, ScopeID: u.ID}
 		nd.Wrapper = delegation.Wrapper(from.Name, name, r.Task, g.recentLines(ctx, fromKey))
 	}
-	turns, err := g.store.StartDelegations(ctx, []NewDelegation{nd})
+	_, err = g.store.StartDelegations(ctx, []NewDelegation{nd}, func(turns []TurnRef) {
+		g.notify(nd.Record)
+		for _, t := range turns {
+			g.push(t)
+		}
+	})
 	if err != nil {
 		return Delegation{}, err
 	}
 	g.log.Info("delegation via API", "delegation", rec.ID, "from", from.ID, "to", to.ID, "status", nd.Record.Status)
-	g.notify(nd.Record)
-	g.intake.Lock()
-	for _, t := range turns {
-		g.push(t)
-	}
-	g.intake.Unlock()
 	if refusal != nil {
 		return nd.Record, refusal
 	}

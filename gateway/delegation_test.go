@@ -372,7 +372,7 @@ func TestRestartFailsOrphanedDelegation(t *testing.T) {
 	_, err := h.store.StartDelegations(context.Background(), []gateway.NewDelegation{{Record: gateway.Delegation{
 		ID: "dlg-orphan", From: "mattyatlas", To: "finnshipley", UserID: "web-ann", Task: "x", Depth: 1, Status: gateway.StatusRunning,
 		Origin: gateway.ChatRef{Platform: "web", ChatID: "web-ann:mattyatlas", Type: gateway.ChatPrivate},
-	}}})
+	}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

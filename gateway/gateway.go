@@ -50,9 +50,6 @@ type Gateway struct {
 	queues *queues
 	outbox *outbox
 
-	// intake makes storing an event and queueing its turns one step, so
-	// turns reach their session queues in the order they were stored.
-	intake sync.Mutex
 	// inflight maps a queued turn's ID to a channel closed when it ends;
 	// a turn with After waits on it.
 	inflight sync.Map
@@ -153,11 +150,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("gateway start: %w", err)
 	}
-	g.intake.Lock()
 	for _, t := range turns {
 		g.push(t)
 	}
-	g.intake.Unlock()
 
 	if len(turns)+len(pending) > 0 {
 		g.log.Info("resumed unfinished work", "turns", len(turns), "outbox", len(pending))
@@ -238,14 +233,18 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		}
 	}
 
-	g.intake.Lock()
-	res, err := g.store.AppendInbound(ctx, Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns})
-	if err == nil && !res.Duplicate {
-		for _, t := range res.Turns {
-			g.push(t)
-		}
-	}
-	g.intake.Unlock()
+	// Turns are queued by the store's callback, in the order they were
+	// stored, so a session's queue follows its messages.
+	res, err := g.store.AppendInbound(ctx, Inbound{
+		Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns,
+		OnStored: func(res InboundResult) {
+			if !res.Duplicate {
+				for _, t := range res.Turns {
+					g.push(t)
+				}
+			}
+		},
+	})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("deliver: %w", err)
 	}

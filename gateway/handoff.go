@@ -363,12 +363,13 @@ func (g *Gateway) settleOpenDelegations(ctx context.Context) error {
 	roster := g.roster.Load()
 	for _, d := range open {
 		c := g.failDelegation(Completion{}, roster, d, "it was interrupted by a restart before it could start")
-		done, err := g.store.CompleteTurn(ctx, c)
-		if err != nil {
-			return err
+		c.OnStored = func(done Completed) {
+			for _, o := range done.Outbox {
+				g.outbox.enqueue(o)
+			}
 		}
-		for _, o := range done.Outbox {
-			g.outbox.enqueue(o)
+		if _, err := g.store.CompleteTurn(ctx, c); err != nil {
+			return err
 		}
 		d.Status = StatusFailed
 		g.notify(d)

@@ -15,6 +15,11 @@ type Store interface {
 	// starts, in one transaction. A message whose (platform, bot, chat,
 	// message ID) was stored before is not stored again: the result then
 	// has Duplicate set and the original message.
+	//
+	// The write callbacks (Inbound.OnStored, Completion.OnStored, and
+	// StartDelegations' onStored) are called once the write is durable,
+	// in the order the writes were stored, before the method returns; they
+	// must be quick and must not call the store.
 	AppendInbound(ctx context.Context, in Inbound) (InboundResult, error)
 	// BotOfMessage reports which bot wrote the message with the given
 	// platform message ID in a chat, for reply-to addressing.
@@ -31,7 +36,7 @@ type Store interface {
 
 	// StartDelegations stores hand-offs made outside a turn (the API) and
 	// returns the turns it queued.
-	StartDelegations(ctx context.Context, ds []NewDelegation) ([]TurnRef, error)
+	StartDelegations(ctx context.Context, ds []NewDelegation, onStored func([]TurnRef)) ([]TurnRef, error)
 	// UpdateDelegation changes a delegation's status outside a turn's
 	// completion (running; failed on restart).
 	UpdateDelegation(ctx context.Context, u DelegationUpdate) error
@@ -182,6 +187,9 @@ type Inbound struct {
 	// UserName is the resolved display name of the sender.
 	UserName string
 	Turns    []TurnRequest
+	// OnStored, if set, receives the result once it is durable (see
+	// Store).
+	OnStored func(InboundResult)
 }
 
 // TurnRequest asks for one bot's answer to an inbound message.
@@ -241,6 +249,9 @@ type Completion struct {
 	// Retry queues a corrective turn in the same session for the same
 	// delegation, with this text.
 	Retry string
+	// OnStored, if set, receives the result once it is durable (see
+	// Store).
+	OnStored func(Completed)
 }
 
 // Completed is what CompleteTurn returns: outbox entries to deliver and

@@ -83,11 +83,9 @@ func (g *Gateway) runTurn(ref TurnRef) {
 // the bot's triggers, else the brain's reply.
 func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, bot *Bot, data TurnData) Completion {
 	c := Completion{Turn: data.Ref, Session: data.Ref.SessionID}
-	to, err := g.route(ctx, data)
-	if err != nil {
-		log.Error("route reply", "err", err)
-		to = ChatRef{Platform: data.Message.Platform, ChatID: data.Message.ChatID, Type: data.Message.ChatType}
-	}
+	// Until the reply is routed (after the brain, where the person is
+	// then), the chat of the message is where the bot works.
+	to := ChatRef{Platform: data.Message.Platform, ChatID: data.Message.ChatID, Type: data.Message.ChatType}
 	if data.Message.From.Kind == "human" {
 		if text, ds, ok := g.handOffs(ctx, roster, bot, data, data.Text, nil, nil, to, false); ok {
 			// The acknowledgement carries the first hand-off's status.
@@ -113,6 +111,8 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 	// The person may have moved to another chat while the bot thought.
 	if now, err := g.route(ctx, data); err == nil {
 		to = now
+	} else {
+		log.Error("route reply", "err", err)
 	}
 	text := strings.TrimSpace(reply.Text)
 	if err != nil {
@@ -159,28 +159,29 @@ func apology(bot *Bot) string {
 // its messages to the outbox, queues the turns it started and pushes the
 // delegation changes to watchers.
 func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
-	var done Completed
-	if !g.retryStore(ctx, log, "complete turn", func() (err error) {
-		done, err = g.store.CompleteTurn(ctx, c)
+	// Replies and new turns are queued by the store's callback, in the
+	// order they were stored; watchers see "queued" before the target's
+	// turn can say "running".
+	c.OnStored = func(done Completed) {
+		for _, d := range c.Delegations {
+			g.notify(d.Record)
+		}
+		for _, o := range done.Outbox {
+			g.outbox.enqueue(o)
+		}
+		for _, t := range done.Turns {
+			g.push(t)
+		}
+	}
+	if !g.retryStore(ctx, log, "complete turn", func() error {
+		_, err := g.store.CompleteTurn(ctx, c)
 		return err
 	}) {
 		return
 	}
-	// Watchers see queued before the target's turn can say running.
-	for _, d := range c.Delegations {
-		g.notify(d.Record)
-	}
 	if u := c.Update; u != nil {
 		g.notifyUpdate(ctx, u.ID)
 	}
-	for _, o := range done.Outbox {
-		g.outbox.enqueue(o)
-	}
-	g.intake.Lock()
-	for _, t := range done.Turns {
-		g.push(t)
-	}
-	g.intake.Unlock()
 }
 
 // retryStore runs fn until it succeeds or ctx ends; false means ctx ended.

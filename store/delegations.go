@@ -114,7 +114,7 @@ func updateDelegation(ctx context.Context, tx *txn, u gateway.DelegationUpdate, 
 }
 
 // StartDelegations implements gateway.Store.
-func (s *SQLite) StartDelegations(ctx context.Context, ds []gateway.NewDelegation) ([]gateway.TurnRef, error) {
+func (s *SQLite) StartDelegations(ctx context.Context, ds []gateway.NewDelegation, onStored func([]gateway.TurnRef)) ([]gateway.TurnRef, error) {
 	var refs []gateway.TurnRef
 	err := s.tx(ctx, func(tx *txn) error {
 		refs = nil
@@ -127,6 +127,10 @@ func (s *SQLite) StartDelegations(ctx context.Context, ds []gateway.NewDelegatio
 			if ref.ID != 0 {
 				refs = append(refs, ref)
 			}
+		}
+		if onStored != nil {
+			stored := refs
+			tx.onStored(func() { onStored(stored) })
 		}
 		return nil
 	})

@@ -179,6 +179,10 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 			}
 			res.Turns = append(res.Turns, ref)
 		}
+		if in.OnStored != nil {
+			stored := res
+			tx.onStored(func() { in.OnStored(stored) })
+		}
 		return nil
 	})
 	if err != nil {

@@ -197,7 +197,7 @@ func (s *SQLite) runBatch(batch []writeReq) {
 		}
 		return
 	}
-	t := &txn{tx: tx, s: s}
+	hooks := make([][]func(), len(batch))
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err
@@ -207,8 +207,11 @@ func (s *SQLite) runBatch(batch []writeReq) {
 			errs[i] = err
 			continue
 		}
+		t := &txn{tx: tx, s: s}
 		if errs[i] = r.fn(t); errs[i] != nil {
 			tx.ExecContext(ctx, "ROLLBACK TO w")
+		} else {
+			hooks[i] = t.stored
 		}
 		tx.ExecContext(ctx, "RELEASE w")
 	}
@@ -216,6 +219,15 @@ func (s *SQLite) runBatch(batch []writeReq) {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
+			}
+		}
+	}
+	// Callbacks run here, on the committer, so they see writes in the
+	// order they were stored.
+	for i := range batch {
+		if errs[i] == nil {
+			for _, fn := range hooks[i] {
+				fn()
 			}
 		}
 	}
@@ -231,11 +243,14 @@ func (s *SQLite) txNow(ctx context.Context, fn func(*txn) error) error {
 	if err != nil {
 		return err
 	}
-	err = fn(&txn{tx: tx, s: s})
+	t := &txn{tx: tx, s: s}
+	err = fn(t)
 	if err != nil {
 		tx.Rollback()
-	} else {
-		err = tx.Commit()
+	} else if err = tx.Commit(); err == nil {
+		for _, fn := range t.stored {
+			fn()
+		}
 	}
 	s.prepPending(ctx)
 	return err

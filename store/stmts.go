@@ -130,7 +130,12 @@ func (r errRow) Scan(...any) error { return r.err }
 type txn struct {
 	tx *sql.Tx
 	s  *SQLite
+	// stored are callbacks to run, in order, once the transaction commits.
+	stored []func()
 }
+
+// onStored runs fn after the commit that makes this write durable.
+func (t *txn) onStored(fn func()) { t.stored = append(t.stored, fn) }
 
 // ExecContext runs a statement in the transaction.
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {

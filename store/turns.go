@@ -141,6 +141,9 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 			}
 			out.Turns = append(out.Turns, gateway.TurnRef{ID: tid, SessionID: c.Session})
 		}
+		if c.OnStored != nil {
+			tx.onStored(func() { c.OnStored(out) })
+		}
 		if c.Turn.ID == 0 {
 			return nil
 		}
@@ -270,10 +273,6 @@ func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID str
 		now := micros(timeNow())
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
 			platformMsgID, now, outboxID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE messages SET platform_msg_id = ?
-			WHERE id = (SELECT message_id FROM outbox WHERE id = ?) AND platform_msg_id = ''`, platformMsgID, outboxID); err != nil {
 			return err
 		}
 		return addPlatformID(ctx, tx, outboxID, platformMsgID)
