@@ -83,7 +83,7 @@ type Store interface {
 	// SessionMessages returns a session's last limit chat messages
 	// (wrappers and system messages excluded), oldest first.
 	SessionMessages(ctx context.Context, sessionID string, limit int) ([]Message, error)
-	// ChatMessages returns a chat's last limit messages, oldest first.
+	// ChatMessages returns a group chat's last limit messages, oldest first.
 	ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]Message, error)
 
 	// EnsureRoom creates a group chat if absent (with the given bots as

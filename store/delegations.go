@@ -315,7 +315,7 @@ func (s *SQLite) delegationRef(ctx context.Context, id string) (*gateway.Delegat
 func (s *SQLite) ChatHasBot(ctx context.Context, platform, chatID, bot string) (bool, error) {
 	var n int
 	err := s.queryRow(ctx, `SELECT COUNT(*) FROM participants p JOIN conversations c ON c.id = p.conversation_id
-		WHERE c.platform = ? AND c.chat_id = ? AND p.kind = 'bot' AND p.participant_id = ?`, platform, chatID, bot).Scan(&n)
+		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND p.kind = 'bot' AND p.participant_id = ?`, platform, chatID, bot).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: chat has bot: %w", err)
 	}

@@ -61,13 +61,17 @@ func loadMessage(ctx context.Context, tx *txn, id int64) (gateway.Message, error
 }
 
 // ensureConversation returns the conversation's ID, creating it if absent.
-func ensureConversation(ctx context.Context, tx *txn, platform, chatID string, kind gateway.ChatType, name string, at int64) (id int64, created bool, err error) {
-	err = tx.QueryRowContext(ctx, `SELECT id FROM conversations WHERE platform = ? AND chat_id = ?`, platform, chatID).Scan(&id)
+// bot names the bot of a private chat; it is ignored for groups.
+func ensureConversation(ctx context.Context, tx *txn, platform, chatID, bot string, kind gateway.ChatType, name string, at int64) (id int64, created bool, err error) {
+	if kind != gateway.ChatPrivate {
+		bot = ""
+	}
+	err = tx.QueryRowContext(ctx, `SELECT id FROM conversations WHERE platform = ? AND chat_id = ? AND bot = ?`, platform, chatID, bot).Scan(&id)
 	if !errors.Is(err, sql.ErrNoRows) {
 		return id, false, err
 	}
-	err = tx.QueryRowContext(ctx, `INSERT INTO conversations (platform, chat_id, kind, name, created_at)
-		VALUES (?, ?, ?, ?, ?) RETURNING id`, platform, chatID, string(kind), name, at).Scan(&id)
+	err = tx.QueryRowContext(ctx, `INSERT INTO conversations (platform, chat_id, bot, kind, name, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, platform, chatID, bot, string(kind), name, at).Scan(&id)
 	return id, err == nil, err
 }
 
@@ -123,7 +127,7 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 		}
 
 		at := micros(ev.Time)
-		conv, _, err := ensureConversation(ctx, tx, ev.Platform, ev.ChatID, ev.ChatType, ev.ChatName, at)
+		conv, _, err := ensureConversation(ctx, tx, ev.Platform, ev.ChatID, ev.Bot, ev.ChatType, ev.ChatName, at)
 		if err != nil {
 			return err
 		}
@@ -196,7 +200,7 @@ func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsg
 	var bot string
 	err := s.queryRow(ctx, `SELECT m.bot FROM conversations c
 		JOIN platform_ids p ON p.conversation_id = c.id JOIN messages m ON m.id = p.message_id
-		WHERE c.platform = ? AND c.chat_id = ? AND p.platform_msg_id = ? AND m.from_kind = 'bot'`,
+		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND p.platform_msg_id = ? AND m.from_kind = 'bot'`,
 		platform, chatID, platformMsgID).Scan(&bot)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
@@ -309,7 +313,7 @@ func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit in
 func (s *SQLite) ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]gateway.Message, error) {
 	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
 		FROM conversations c JOIN messages m ON m.conversation_id = c.id
-		WHERE c.platform = ? AND c.chat_id = ? AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
+		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
 		platform, chatID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: chat messages: %w", err)
@@ -323,7 +327,7 @@ func (s *SQLite) EnsureRoom(ctx context.Context, platform, chatID, member string
 	err := s.tx(ctx, func(tx *txn) error {
 		out = nil
 		at := micros(timeNow())
-		conv, created, err := ensureConversation(ctx, tx, platform, chatID, gateway.ChatGroup, chatID, at)
+		conv, created, err := ensureConversation(ctx, tx, platform, chatID, "", gateway.ChatGroup, chatID, at)
 		if err != nil {
 			return err
 		}

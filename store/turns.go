@@ -167,7 +167,7 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 // outbox.
 func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outbound, error) {
 	m := p.Message
-	conv, _, err := ensureConversation(ctx, tx, m.Platform, m.ChatID, m.ChatType, "", now)
+	conv, _, err := ensureConversation(ctx, tx, m.Platform, m.ChatID, m.Bot, m.ChatType, "", now)
 	if err != nil {
 		return gateway.Outbound{}, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-chat/switchboard/config"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/platforms/discord"
+	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 	"github.com/switchboard-chat/switchboard/store"
 )
@@ -43,14 +44,15 @@ type Main struct {
 	// SWITCHBOARD_ADMIN_TOKEN, else a random token printed once.
 	AdminToken string
 
-	watcher *config.Watcher
-	store   *store.SQLite
-	gw      *gateway.Gateway
-	web     *web.Adapter
-	discord *discord.Platform
-	brains  brainSet
-	srv     *http.Server
-	ln      net.Listener
+	watcher  *config.Watcher
+	store    *store.SQLite
+	gw       *gateway.Gateway
+	web      *web.Adapter
+	discord  *discord.Platform
+	telegram *telegram.Platform
+	brains   brainSet
+	srv      *http.Server
+	ln       net.Listener
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -94,6 +96,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.
 	m.discord = discord.New(discord.Options{Logger: m.Logger})
+	m.telegram = telegram.New(telegram.Options{Logger: m.Logger})
 	if err := m.apply(cfg); err != nil {
 		return err
 	}
@@ -105,6 +108,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	})
 	m.gw.AddPlatform(m.web)
 	m.gw.AddPlatform(m.discord)
+	m.gw.AddPlatform(m.telegram)
 	logSkippedPlatforms(cfg, m.Logger)
 
 	listen := cfg.Gateway.Listen
@@ -123,6 +127,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("web platform", func() error { return m.web.Run(runCtx, m.gw) })
 	<-m.web.Ready()
 	m.goRun("discord platform", func() error { return m.discord.Run(runCtx, m.gw) })
+	m.goRun("telegram platform", func() error { return m.telegram.Run(runCtx, m.gw) })
 	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
 	m.watcher.Subscribe(m.reload)
 	if err := m.gw.Start(ctx); err != nil {
@@ -175,6 +180,7 @@ func (m *Main) routes() http.Handler {
 	admin := (&api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}).Handler()
 	mux.Handle("/api/", admin)
 	mux.Handle("/dashboard", admin)
+	mux.Handle("/telegram/", m.telegram.Handler())
 	mux.Handle("/", m.web.Handler())
 	return mux
 }

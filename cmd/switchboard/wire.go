@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/platforms/discord"
+	"github.com/switchboard-chat/switchboard/platforms/telegram"
 )
 
 // apply turns a validated configuration into the gateway's roster and user
@@ -38,6 +39,9 @@ func (m *Main) apply(cfg *config.Config) error {
 	m.gw.SetDelegation(gateway.DelegationSettings{Limits: limits, ContextMessages: d.ContextMessages, Timeout: d.Timeout})
 	if m.discord != nil {
 		m.discord.Configure(discordBots(cfg))
+	}
+	if m.telegram != nil {
+		m.telegram.Configure(telegramBots(cfg))
 	}
 	return nil
 }
@@ -152,6 +156,23 @@ func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brain
 		})
 	}
 	return nil, fmt.Errorf("unknown brain kind %q", b.Brain.Kind)
+}
+
+// telegramBots lists the bots with a Telegram section whose token is set.
+func telegramBots(cfg *config.Config) []telegram.BotConfig {
+	var out []telegram.BotConfig
+	for _, b := range cfg.Bots {
+		t := b.Platforms.Telegram
+		if t == nil || t.TokenEnv == "" || os.Getenv(t.TokenEnv) == "" {
+			continue
+		}
+		bc := telegram.BotConfig{BotID: b.ID, Token: os.Getenv(t.TokenEnv), APIURL: t.APIURL, Mode: t.Mode, WebhookURL: t.Webhook.URL}
+		if t.Webhook.SecretEnv != "" {
+			bc.WebhookSecret = os.Getenv(t.Webhook.SecretEnv)
+		}
+		out = append(out, bc)
+	}
+	return out
 }
 
 // discordBots lists the bots with a Discord section whose token is set.

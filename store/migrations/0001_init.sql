@@ -8,14 +8,18 @@ CREATE TABLE meta (
 );
 
 -- A conversation is one chat on one platform: a private chat or a group.
+-- A private chat belongs to one bot: on Telegram a person's private chats
+-- with two bots share the chat ID (the person's ID), so the bot is part of
+-- the key ('' for groups).
 CREATE TABLE conversations (
 	id         INTEGER PRIMARY KEY,
 	platform   TEXT NOT NULL,
 	chat_id    TEXT NOT NULL,
+	bot        TEXT NOT NULL DEFAULT '',
 	kind       TEXT NOT NULL CHECK (kind IN ('private', 'group')),
 	name       TEXT NOT NULL DEFAULT '',
 	created_at INTEGER NOT NULL,
-	UNIQUE (platform, chat_id)
+	UNIQUE (platform, chat_id, bot)
 );
 
 CREATE TABLE participants (

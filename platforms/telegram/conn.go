@@ -1,0 +1,217 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// maxRetryWait caps the wait between tries of a start-up call.
+const maxRetryWait = 30 * time.Second
+
+// allowedUpdates are the update kinds a bot asks Telegram for: edits,
+// channel posts, reactions and the rest are never sent to us.
+var allowedUpdates = []string{"message"}
+
+// conn is one bot's connection to the Bot API. A conn is immutable once
+// configured: Configure replaces it when the bot's settings change.
+type conn struct {
+	p   *Platform
+	cfg BotConfig
+	log *slog.Logger
+	// client makes the bot's calls (sends, typing, start-up). The poller
+	// is a second client, made at start with the offset reached so far.
+	client *bot.Bot
+	// me is the bot's own user from getMe; nil until the bot is ready.
+	me atomic.Pointer[models.User]
+	// host is set by run before me is published.
+	host gateway.Host
+	// prev is the connection this one replaces; run waits for it to stop
+	// first, so two pollers never share a token.
+	prev *conn
+	done chan struct{}
+	// hookMu handles a webhook bot's updates one at a time, in order.
+	hookMu sync.Mutex
+
+	// Guarded by p.mu.
+	started, stopped bool
+	cancel           context.CancelFunc
+}
+
+// newConn prepares a connection; nothing touches the network until run.
+func (p *Platform) newConn(cfg BotConfig, prev *conn) (*conn, error) {
+	c := &conn{p: p, cfg: cfg, prev: prev, done: make(chan struct{}), log: p.log.With("bot", cfg.BotID)}
+	client, err := bot.New(cfg.Token, c.options(context.Background(), 0)...)
+	if err != nil {
+		return nil, err
+	}
+	c.client = client
+	return c, nil
+}
+
+// options configure a client of the bot. Handlers run one at a time in
+// the poller's worker (WithNotAsyncHandlers), and the unbuffered updates
+// channel keeps the poller from fetching further ahead than the update
+// being handled, so a bot's updates are applied in the order Telegram
+// sent them.
+func (c *conn) options(ctx context.Context, offset int64) []bot.Option {
+	opts := []bot.Option{
+		bot.WithSkipGetMe(),
+		bot.WithHTTPClient(c.p.pollTimeout, c.p.httpc),
+		bot.WithNotAsyncHandlers(),
+		bot.WithUpdatesChannelCap(0),
+		bot.WithAllowedUpdates(allowedUpdates),
+		bot.WithInitialOffset(offset),
+		bot.WithDefaultHandler(c.handle),
+		bot.WithErrorsHandler(func(err error) {
+			// Interrupted polls at shutdown are expected.
+			if ctx.Err() != nil {
+				c.log.Debug("telegram client", "err", err)
+				return
+			}
+			c.log.Warn("telegram client", "err", err)
+		}),
+	}
+	if c.cfg.APIURL != "" {
+		opts = append(opts, bot.WithServerURL(strings.TrimRight(c.cfg.APIURL, "/")))
+	}
+	return opts
+}
+
+// stopLocked stops the connection. Callers hold p.mu.
+func (c *conn) stopLocked() {
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	if c.started {
+		c.cancel()
+	} else {
+		close(c.done)
+	}
+}
+
+// run connects the bot and serves it until ctx ends: getMe, then either
+// setWebhook and wait for Handler's calls, or deleteWebhook and long
+// polling.
+func (c *conn) run(ctx context.Context, host gateway.Host) {
+	if c.prev != nil {
+		<-c.prev.done // the predecessor was cancelled when this one replaced it
+		c.prev = nil
+	}
+	c.host = host
+	var me *models.User
+	err := c.retry(ctx, "getMe", func(ctx context.Context) (err error) {
+		me, err = c.client.GetMe(ctx)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	c.me.Store(me)
+	c.log.Info("telegram bot connected", "username", me.Username, "mode", c.cfg.Mode)
+
+	if c.cfg.Mode == ModeWebhook {
+		err := c.retry(ctx, "setWebhook", func(ctx context.Context) error {
+			_, err := c.client.SetWebhook(ctx, &bot.SetWebhookParams{
+				URL:         c.cfg.WebhookURL,
+				SecretToken: c.cfg.WebhookSecret,
+				// One request at a time keeps Telegram's order.
+				MaxConnections: 1,
+				AllowedUpdates: allowedUpdates,
+			})
+			return err
+		})
+		if err == nil {
+			<-ctx.Done()
+		}
+		return
+	}
+	err = c.retry(ctx, "deleteWebhook", func(ctx context.Context) error {
+		_, err := c.client.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
+		return err
+	})
+	if err != nil {
+		return
+	}
+	poller, err := bot.New(c.cfg.Token, c.options(ctx, c.p.offset(c.cfg.Token))...)
+	if err != nil {
+		c.log.Error("telegram poller", "err", err)
+		return
+	}
+	poller.Start(ctx) // returns when ctx ends and its goroutines have exited
+}
+
+// retry calls fn until it succeeds or ctx ends, waiting between tries
+// (Telegram's retry_after when it gives one).
+func (c *conn) retry(ctx context.Context, what string, fn func(context.Context) error) error {
+	wait := c.p.retryWait
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, c.p.sendTimeout)
+		err := fn(callCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d := wait
+		var tm *bot.TooManyRequestsError
+		if errors.As(err, &tm) && tm.RetryAfter > 0 {
+			d = time.Duration(tm.RetryAfter) * time.Second
+		}
+		c.log.Warn("telegram "+what+" failed; retrying", "wait", d, "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, maxRetryWait)
+	}
+}
+
+// handle is the poller's handler: one update at a time, in order.
+func (c *conn) handle(ctx context.Context, _ *bot.Bot, upd *models.Update) {
+	if err := c.p.deliver(ctx, c, c.host, upd); err != nil {
+		// Logged and skipped: one bad update must not stop the bot.
+		c.log.Error("telegram update not delivered", "update", upd.ID, "err", err)
+	}
+	c.p.setOffset(c.cfg.Token, upd.ID)
+}
+
+// tokenID is the bot's user ID, the part of its token before ':'.
+func tokenID(token string) int64 {
+	head, _, _ := strings.Cut(token, ":")
+	id, _ := strconv.ParseInt(head, 10, 64)
+	return id
+}
+
+// directory returns who is who among the bots this platform serves:
+// Telegram usernames (lower case) and user IDs to Switchboard bot IDs.
+func (p *Platform) directory() directory {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := directory{byName: make(map[string]string, len(p.conns)), byID: make(map[int64]string, len(p.conns))}
+	for id, c := range p.conns {
+		if me := c.me.Load(); me != nil {
+			d.byName[strings.ToLower(me.Username)] = id
+			d.byID[me.ID] = id
+		} else if tid := tokenID(c.cfg.Token); tid != 0 {
+			d.byID[tid] = id
+		}
+	}
+	return d
+}
