@@ -35,7 +35,9 @@ func (g *Gateway) route(ctx context.Context, data TurnData) (ChatRef, error) {
 // (SPEC §3): the group the hand-off came from when bot is in it; else the
 // chat where the user last spoke to bot; else the bot's private chat on
 // the platform of the hand-off, then on the platform where the user last
-// spoke to any bot, then on the web (delivered when the user connects).
+// spoke to any bot, then on any other platform of the bot where users.yaml
+// gives the user an identity (a Discord DM the bot opens), then on the web
+// (delivered when the user connects).
 func (g *Gateway) routeDelegated(ctx context.Context, roster *Roster, bot *Bot, d Delegation) (ChatRef, error) {
 	if d.Origin.Type == ChatGroup {
 		in, err := g.store.ChatHasBot(ctx, d.Origin.Platform, d.Origin.ChatID, bot.ID)
@@ -68,6 +70,14 @@ func (g *Gateway) routeDelegated(ctx context.Context, roster *Roster, bot *Bot, 
 		return ChatRef{}, err
 	} else if found {
 		if c, ok := g.privateChat(ctx, bot, last.Platform, pid, d.UserID); ok {
+			return c, nil
+		}
+	}
+	for _, p := range bot.Platforms {
+		if p == PlatformWeb {
+			continue
+		}
+		if c, ok := g.privateChat(ctx, bot, p, "", d.UserID); ok {
 			return c, nil
 		}
 	}
