@@ -26,7 +26,6 @@ const (
 
 var (
 	alice = discordtest.User{ID: "111", Username: "alice", GlobalName: "Alice"}
-	bob   = discordtest.User{ID: "222", Username: "bob"}
 	// longReply is exactly Discord's limit, in two-byte characters.
 	longReply = strings.Repeat("é", discord.MaxMessageLength-10) + "0123456789"
 	// splitReply is over the limit and must arrive in two parts.

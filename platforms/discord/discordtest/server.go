@@ -123,7 +123,6 @@ type Server struct {
 	injected  map[string][]injection
 	requests  map[string]int
 	typing    map[string]int
-	invalid   bool // refuse the next RESUMEs
 	wg        sync.WaitGroup
 }
 
