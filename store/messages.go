@@ -66,6 +66,15 @@ func ensureConversation(ctx context.Context, tx *txn, platform, chatID, bot stri
 	if kind != gateway.ChatPrivate {
 		bot = ""
 	}
+	key := convKey{platform, chatID, bot}
+	if v, ok := tx.s.ids.convs.Load(key); ok {
+		return v.(int64), false, nil
+	}
+	defer func() {
+		if err == nil {
+			tx.onStored(func() { tx.s.ids.convs.Store(key, id) })
+		}
+	}()
 	err = tx.QueryRowContext(ctx, `SELECT id FROM conversations WHERE platform = ? AND chat_id = ? AND bot = ?`, platform, chatID, bot).Scan(&id)
 	if !errors.Is(err, sql.ErrNoRows) {
 		return id, false, err
@@ -76,8 +85,15 @@ func ensureConversation(ctx context.Context, tx *txn, platform, chatID, bot stri
 }
 
 func addParticipant(ctx context.Context, tx *txn, conv int64, kind, id string, at int64) error {
+	key := memberKey{conv, kind, id}
+	if _, ok := tx.s.ids.members.Load(key); ok {
+		return nil
+	}
 	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO participants (conversation_id, kind, participant_id, joined_at)
 		VALUES (?, ?, ?, ?)`, conv, kind, id, at)
+	if err == nil {
+		tx.onStored(func() { tx.s.ids.members.Store(key, struct{}{}) })
+	}
 	return err
 }
 
@@ -98,12 +114,20 @@ func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message) 
 }
 
 // ensureSession returns the session's ID, creating it if absent.
+// A session known to exist is not touched here: its updated_at moves when
+// a turn completes.
 func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int64) (string, error) {
+	if v, ok := tx.s.ids.sessions.Load(key); ok {
+		return v.(string), nil
+	}
 	var id string
 	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, bot, scope, scope_id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bot, scope, scope_id) DO UPDATE SET updated_at = excluded.updated_at
 		RETURNING id`, uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at, at).Scan(&id)
+	if err == nil {
+		tx.onStored(func() { tx.s.ids.sessions.Store(key, id) })
+	}
 	return id, err
 }
 

@@ -32,6 +32,7 @@ type SQLite struct {
 	w     *sql.DB
 	r     *sql.DB
 	stmts stmtCache
+	ids   idCache
 
 	// Writes go to one committer goroutine, which runs whatever is waiting
 	// in one transaction (group commit), each write in its own savepoint
