@@ -28,6 +28,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// Observer receives metrics events; none when nil.
+	Observer Observer
 }
 
 // Gateway is the pipeline of SPEC §1: it stores each event, resolves its
@@ -38,6 +40,7 @@ type Options struct {
 // atomically by SetRoster and SetDirectory while it runs.
 type Gateway struct {
 	store  Store
+	obs    Observer
 	log    *slog.Logger
 	now    func() time.Time
 	roster atomic.Pointer[Roster]
@@ -72,8 +75,12 @@ func New(opts Options) *Gateway {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
 	g := &Gateway{
 		store:     opts.Store,
+		obs:       opts.Observer,
 		log:       opts.Logger,
 		now:       opts.Now,
 		platforms: make(map[string]Platform),
@@ -84,7 +91,7 @@ func New(opts Options) *Gateway {
 	g.policy = delegation.NewPolicy(delegation.DefaultLimits, opts.Now)
 	g.delegation.Store(&DelegationSettings{Limits: delegation.DefaultLimits, ContextMessages: 3, Timeout: 5 * time.Minute})
 	g.queues = newQueues(g.runTurn)
-	g.outbox = newOutbox(g.store, g.log, g.platform)
+	g.outbox = newOutbox(g.store, g.log, g.platform, g.obs)
 	return g
 }
 
@@ -239,6 +246,7 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns,
 		OnStored: func(res InboundResult) {
 			if !res.Duplicate {
+				g.obs.EventIn(ev.Platform)
 				for _, t := range res.Turns {
 					g.push(t)
 				}

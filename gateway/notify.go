@@ -19,6 +19,7 @@ func (g *Gateway) OnDelegation(fn func(Delegation)) {
 
 // notify pushes a delegation's current status to watchers.
 func (g *Gateway) notify(d Delegation) {
+	g.obs.Delegation(d.Status)
 	u, _ := g.users.Load().User(d.UserID)
 	pids := u.Identities
 	g.platformsMu.RLock()

@@ -38,6 +38,7 @@ type lane struct {
 // re-enqueues what was pending.
 type outbox struct {
 	store    Store
+	obs      Observer
 	log      *slog.Logger
 	platform func(string) (Platform, bool)
 
@@ -50,8 +51,8 @@ type outbox struct {
 	running int
 }
 
-func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, bool)) *outbox {
-	o := &outbox{store: store, log: log, platform: platform, lanes: make(map[laneKey]*lane)}
+func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, bool), obs Observer) *outbox {
+	o := &outbox{store: store, obs: obs, log: log, platform: platform, lanes: make(map[laneKey]*lane)}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	return o
 }
@@ -147,6 +148,7 @@ func (o *outbox) deliver(m Outbound) (parked bool) {
 		}
 		id, err := o.sendParts(p, &m)
 		if err == nil {
+			o.obs.EventOut(m.Platform)
 			// Recorded even while shutting down, or the reply would be sent
 			// again on the next start.
 			if err := o.store.MarkSent(context.WithoutCancel(o.ctx), m.OutboxID, id); err != nil {
@@ -178,6 +180,7 @@ func (o *outbox) deliver(m Outbound) (parked bool) {
 			}
 			wait = backoff(m.Attempt)
 		}
+		o.obs.OutboxRetry(m.Platform)
 		log.Info("delivery retry", "attempt", m.Attempt, "wait", wait, "err", err)
 		select {
 		case <-o.ctx.Done():

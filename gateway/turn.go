@@ -280,6 +280,8 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout ti
 		}
 		turn.GroupHistory = entries(before(group, data.Message.ID))
 	}
+	start := time.Now()
+	defer func() { g.obs.BrainTurn(bot.ID, bot.BrainKind, time.Since(start)) }()
 	return bot.Brain.Reply(ctx, turn)
 }
 

@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-chat/switchboard/platforms/web"
 )
@@ -162,3 +164,37 @@ type cookieJar struct{ cookies []*http.Cookie }
 
 func (j *cookieJar) SetCookies(_ *url.URL, cs []*http.Cookie) { j.cookies = append(j.cookies, cs...) }
 func (j *cookieJar) Cookies(*url.URL) []*http.Cookie          { return j.cookies }
+
+func TestMetrics(t *testing.T) {
+	m := startMain(t, configDir(t))
+	c := dial(t, m.Addr(), nil)
+	c.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "hello", "client_id": "1"})
+	c.expect("ack")
+	c.expect("message")
+	// The delivery is counted just after the frame is handed over: poll.
+	var body []byte
+	for range 100 {
+		resp, err := http.Get("http://" + m.Addr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), `switchboard_events_out_total{platform="web"} 1`) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`switchboard_events_in_total{platform="web"} 1`,
+		`switchboard_events_out_total{platform="web"} 1`,
+		`switchboard_brain_seconds_count{bot="mattyatlas",kind="script"} 1`,
+		"switchboard_session_queue_depth 0",
+		"# TYPE switchboard_delegations_total counter",
+		"# TYPE switchboard_outbox_retries_total counter",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+}

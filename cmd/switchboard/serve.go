@@ -48,6 +48,7 @@ type Main struct {
 	store    *store.SQLite
 	gw       *gateway.Gateway
 	web      *web.Adapter
+	obs      *observer
 	discord  *discord.Platform
 	telegram *telegram.Platform
 	brains   brainSet
@@ -91,7 +92,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 
-	m.gw = gateway.New(gateway.Options{Store: m.store, Logger: m.Logger})
+	m.obs = newObserver()
+	m.gw = gateway.New(gateway.Options{Store: m.store, Logger: m.Logger, Observer: m.obs})
+	m.obs.gauge(m.gw)
 	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.
@@ -180,6 +183,7 @@ func (m *Main) routes() http.Handler {
 	admin := (&api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}).Handler()
 	mux.Handle("/api/", admin)
 	mux.Handle("/dashboard", admin)
+	mux.Handle("GET /metrics", m.obs)
 	mux.Handle("/telegram/", m.telegram.Handler())
 	mux.Handle("/", m.web.Handler())
 	return mux
