@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,11 +21,12 @@ import (
 // gateway answers with the bot's `message` (the script brain's reply
 // repeats the text, so it ends in the same number); the echo server
 // returns the `send` frame itself. Everything else (hello, typing, ack) is
-// read and skipped, so both servers cost the client the same per message.
+// read and skipped: the gateway's extra frames are part of what a widget
+// pays per message, so they count against the gateway.
 
-// framesPerSecond is the widget's per-connection limit (SPEC §7: more than
-// 20 frames/s sustained is refused). The client stays just under it, so a
-// connection sends at most one message per sendGap.
+// sendGap keeps a connection under the widget's limit (SPEC §7: more than
+// 20 frames/s sustained is refused): it sends at most one message per
+// sendGap, so the client's ceiling is 19 messages/s per connection.
 const sendGap = time.Second / 19
 
 // inFrame is the subset of server frames the client looks at.
@@ -140,10 +142,20 @@ type loadResult struct {
 	completed int
 	window    time.Duration
 	latencies []time.Duration
-	// failures counts error frames, lost answers and broken connections;
+	// failures counts error frames, write errors and broken connections;
 	// firstFailure describes one.
 	failures     int
 	firstFailure error
+	// unanswered counts (open loop) measured sends with no answer within
+	// 5 s of the phase's end: the server fell behind the offered load.
+	// Their latencies are in latencies as lower bounds (the wait so far).
+	unanswered int
+}
+
+// lowerBound reports whether quantile q of the latencies may be one of
+// the unanswered sends' lower bounds rather than a measurement.
+func (r *loadResult) lowerBound(q float64) bool {
+	return float64(r.unanswered) > (1-q)*float64(len(r.latencies))
 }
 
 func (r *loadResult) throughput() float64 {
@@ -165,10 +177,17 @@ func (r *loadResult) merge(mu *sync.Mutex, completed int, lat []time.Duration, f
 	}
 }
 
+// addUnanswered records n sends left without an answer under mu.
+func (r *loadResult) addUnanswered(mu *sync.Mutex, n int) {
+	mu.Lock()
+	r.unanswered += n
+	mu.Unlock()
+}
+
 // closedLoop drives every connection with one message in flight at a time
 // (send, wait for the answer, send the next no sooner than sendGap after
-// the last) for d, and measures answers and latencies after a warm-up of
-// d/5. Throughput is then what the server sustains, up to the client's
+// the last) for d, and measures the answers that arrive after a warm-up
+// of d/5. Throughput is then what the server sustains, up to the client's
 // ceiling of len(conns)/sendGap.
 func closedLoop(conns []*websocket.Conn, bot string, d time.Duration) loadResult {
 	start := time.Now()
@@ -193,7 +212,9 @@ func closedLoop(conns []*websocket.Conn, bot string, d time.Duration) loadResult
 					res.merge(&mu, completed, lat, 1, err)
 					return
 				}
-				if now := time.Now(); !t0.Before(warm) && !now.After(end) {
+				// Count what arrives inside the window, whenever it was
+				// sent: under overload latencies exceed the window.
+				if now := time.Now(); now.After(warm) && !now.After(end) {
 					completed++
 					lat = append(lat, now.Sub(t0))
 				}
@@ -276,6 +297,7 @@ func openLoop(conns []*websocket.Conn, bot string, perSecond float64, d time.Dur
 		wg.Go(func() {
 			var lat []time.Duration
 			completed, failures := 0, 0
+			got := make([]bool, slots)
 			var err error
 			ws.SetReadDeadline(end.Add(5 * time.Second))
 			for !(senderDone.Load() && answered.Load() == sent.Load()) {
@@ -284,9 +306,22 @@ func openLoop(conns []*websocket.Conn, bot string, perSecond float64, d time.Dur
 					if senderDone.Load() && answered.Load() == sent.Load() {
 						break // woken by the sender: nothing is missing
 					}
-					missing := int(sent.Load() - answered.Load())
-					failures += missing
-					err = fmt.Errorf("%d answers missing: %w", missing, rerr)
+					var ne net.Error
+					if !errors.As(rerr, &ne) || !ne.Timeout() {
+						failures++
+						err = fmt.Errorf("read: %w", rerr)
+					}
+					// Still unanswered: count them, with the wait so far
+					// as a lower bound of their latency.
+					missing := 0
+					for k := range int(sent.Load()) {
+						due := time.Unix(0, scheduled[k].Load())
+						if !got[k] && !due.Before(warm) {
+							missing++
+							lat = append(lat, time.Since(due))
+						}
+					}
+					res.addUnanswered(&mu, missing)
 					break
 				}
 				if f.Type == "error" {
@@ -296,9 +331,10 @@ func openLoop(conns []*websocket.Conn, bot string, perSecond float64, d time.Dur
 					continue
 				}
 				k, ok := answer(&f)
-				if !ok || k < 0 || k >= slots {
+				if !ok || k < 0 || k >= slots || got[k] {
 					continue
 				}
+				got[k] = true
 				due := time.Unix(0, scheduled[k].Load())
 				if !due.Before(warm) {
 					completed++

@@ -49,11 +49,14 @@ type options struct {
 	startups  int
 	bin       string
 	keepFiles bool
+	// only, when set, names the phases to run (web, store, memory,
+	// delegation, startup).
+	only map[string]bool
 }
 
 // fullOptions and quickOptions are the two presets; flags override them.
 var (
-	fullOptions  = options{duration: 5 * time.Second, conns: 2000, rate: 2000, rateConns: 200, idle: 5000, handoffs: 50, startups: 5}
+	fullOptions  = options{duration: 5 * time.Second, conns: 3000, rate: 2000, rateConns: 200, idle: 5000, handoffs: 50, startups: 5}
 	quickOptions = options{quick: true, duration: 600 * time.Millisecond, conns: 20, rate: 100, rateConns: 10, idle: 50, handoffs: 3, startups: 1}
 )
 
@@ -63,10 +66,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "small counts and short phases: a smoke test, not a measurement")
 	duration := fs.Duration("duration", 0, "length of each timed phase (default 5s, 600ms with -quick)")
-	conns := fs.Int("conns", 0, "connections for the throughput phase (default 2000)")
+	conns := fs.Int("conns", 0, "connections for the throughput phase (default 3000)")
 	idle := fs.Int("idle", 0, "idle connections for the memory figure (default 5000)")
 	bin := fs.String("bin", "", "gateway binary to measure (default: go build ./cmd/switchboard into a temp dir)")
 	keep := fs.Bool("keep", false, "keep the temp dir (configs, databases, server logs)")
+	only := fs.String("only", "", "comma-separated phases to run: web, store, memory, delegation, startup (default all)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -84,10 +88,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		opts.idle = *idle
 	}
 	opts.bin, opts.keepFiles = *bin, *keep
+	if *only != "" {
+		opts.only = map[string]bool{}
+		for p := range strings.SplitSeq(*only, ",") {
+			opts.only[strings.TrimSpace(p)] = true
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	b := &bench{opts: opts, log: stderr}
+	b := &bench{opts: opts, log: stderr, loadBefore: loadAverage()}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
@@ -108,6 +118,9 @@ type bench struct {
 	rows   []row
 	notes  []string
 	failed bool
+	// loadBefore is /proc/loadavg at the start: other work on the machine
+	// skews every figure, so the header shows it.
+	loadBefore string
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -163,15 +176,18 @@ func (b *bench) run(ctx context.Context) error {
 		name string
 		fn   func(context.Context) error
 	}{
-		{"web load", b.webLoad},
+		{"web", b.webLoad},
 		{"store", b.storeAppend},
-		{"idle memory", b.idleMemory},
+		{"memory", b.idleMemory},
 		{"delegation", b.delegation},
-		{"start-up", b.startup},
+		{"startup", b.startup},
 	}
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if b.opts.only != nil && !b.opts.only[s.name] {
+			continue
 		}
 		if err := s.fn(ctx); err != nil {
 			b.fail(s.name, err)
@@ -188,8 +204,21 @@ func (b *bench) header() []string {
 	}
 	return []string{
 		"Switchboard bench — " + time.Now().UTC().Format("2006-01-02 15:04 UTC") + ", " + mode,
-		fmt.Sprintf("machine: %d CPUs (%s), %s %s/%s", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH),
+		fmt.Sprintf("machine: %d CPUs (%s), %s %s/%s; load average %s before, %s after",
+			runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH, b.loadBefore, loadAverage()),
 	}
+}
+
+// loadAverage is the 1-minute load average from /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo.

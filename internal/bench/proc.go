@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,7 +67,7 @@ const (
 func buildGateway(ctx context.Context, dir string) (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("building the gateway needs the go command (or pass -bin): %w", err)
 	}
 	bin := filepath.Join(dir, "switchboard")
 	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, gatewayPkg)

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the bare baseline's driver
@@ -20,44 +22,64 @@ import (
 // busy widget.
 const storeUsers = 200
 
+// storeWorkers is the concurrency of the second append figure.
+const storeWorkers = 64
+
 // appendRate measures the gateway's store: AppendInbound of web messages
 // as the pipeline writes them (the message, its dedupe key, participants,
 // the session upsert, the session link and one queued turn, in one
-// transaction), one after another, for d. It returns appends per second.
-func appendRate(ctx context.Context, dir string, d time.Duration) (float64, int, error) {
-	s, err := store.Open(ctx, filepath.Join(dir, "append.db"))
+// transaction) for d, from workers goroutines at once (the web adapter
+// calls it from every connection's reader). It returns appends per second
+// and how many there were.
+func appendRate(ctx context.Context, dir string, d time.Duration, workers int) (float64, int, error) {
+	s, err := store.Open(ctx, filepath.Join(dir, fmt.Sprintf("append-%d.db", workers)))
 	if err != nil {
 		return 0, 0, err
 	}
 	defer s.Close()
 	const bot = "mattyatlas"
-	n := 0
+	var next atomic.Int64
+	var firstErr atomic.Pointer[error]
+	var wg sync.WaitGroup
 	start := time.Now()
-	for time.Since(start) < d {
-		pid := "web-anon-bench" + strconv.Itoa(n%storeUsers)
-		ev := gateway.Event{
-			Platform:  gateway.PlatformWeb,
-			Bot:       bot,
-			ChatID:    gateway.PrivateChatID(pid, bot),
-			ChatType:  gateway.ChatPrivate,
-			MessageID: strconv.Itoa(n),
-			Sender:    gateway.Sender{PlatformID: pid, Name: "Guest"},
-			Text:      messageText(n),
-			Time:      time.Now(),
-		}
-		in := gateway.Inbound{
-			Event: ev, UserID: pid, UserName: "Guest",
-			Turns: []gateway.TurnRequest{{
-				Session: gateway.SessionKey{Bot: bot, Scope: gateway.ScopeUser, ScopeID: pid},
-				Text:    ev.Text,
-			}},
-		}
-		if _, err := s.AppendInbound(ctx, in); err != nil {
-			return 0, n, fmt.Errorf("append %d: %w", n, err)
-		}
-		n++
+	for range workers {
+		wg.Go(func() {
+			for time.Since(start) < d && firstErr.Load() == nil {
+				n := int(next.Add(1) - 1)
+				pid := "web-anon-bench" + strconv.Itoa(n%storeUsers)
+				ev := gateway.Event{
+					Platform:  gateway.PlatformWeb,
+					Bot:       bot,
+					ChatID:    gateway.PrivateChatID(pid, bot),
+					ChatType:  gateway.ChatPrivate,
+					MessageID: strconv.Itoa(n),
+					Sender:    gateway.Sender{PlatformID: pid, Name: "Guest"},
+					Text:      messageText(n),
+					Time:      time.Now(),
+				}
+				in := gateway.Inbound{
+					Event: ev, UserID: pid, UserName: "Guest",
+					Turns: []gateway.TurnRequest{{
+						Session: gateway.SessionKey{Bot: bot, Scope: gateway.ScopeUser, ScopeID: pid},
+						Text:    ev.Text,
+					}},
+				}
+				if _, err := s.AppendInbound(ctx, in); err != nil {
+					err = fmt.Errorf("append %d: %w", n, err)
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
 	}
-	return float64(n) / time.Since(start).Seconds(), n, nil
+	wg.Wait()
+	elapsed := time.Since(start)
+	if p := firstErr.Load(); p != nil {
+		return 0, 0, *p
+	}
+	// next counts started appends; every started one finished.
+	n := int(next.Load())
+	return float64(n) / elapsed.Seconds(), n, nil
 }
 
 // bareInsertRate is the store's floor: go-sqlite3 with the store's

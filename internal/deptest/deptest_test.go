@@ -17,6 +17,8 @@ var forbidden = map[string][]string{
 	"gateway":            {module + "platforms", module + "brains/", module + "store", module + "config", module + "cmd", "database/sql", "github.com/mattn/go-sqlite3", "github.com/spf13/viper", "github.com/gorilla/websocket"},
 	"identity":           {module + "gateway", module + "platforms", module + "brains", module + "store", module + "config", "database/sql"},
 	"brains":             {module},
+	"delegation":         {module},
+	"metrics":            {module},
 	"config":             {module + "gateway", module + "platforms", module + "brains", module + "store", "database/sql"},
 	"store":              {module + "platforms", module + "brains", module + "config", module + "cmd"},
 	"platforms/web":      {module + "store", module + "brains", module + "config", module + "cmd", "database/sql"},

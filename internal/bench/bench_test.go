@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as the echo server child, as the
+// bench program itself does (startEcho re-executes os.Executable()).
+func TestMain(m *testing.M) {
+	if echoRole() {
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchQuick runs `bench -quick` end to end — build, both servers,
+// every phase — so the program cannot rot. It checks that every figure
+// was measured and printed, never how fast anything was.
+func TestBenchQuick(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-quick"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("bench -quick exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	for _, figure := range []string{
+		"throughput /ws",
+		"latency p50 / p99 at that load",
+		"latency p50 / p99 at 100 msg/s offered",
+		"store append (AppendInbound, 1 appender)",
+		"store append (AppendInbound, 64 appenders)",
+		"memory per idle /ws connection",
+		"delegation overhead",
+		"start-up, exec → /healthz",
+	} {
+		if !strings.Contains(out, figure) {
+			t.Errorf("no %q row in:\n%s", figure, out)
+		}
+	}
+	if strings.Contains(out, "ERR") {
+		t.Errorf("a figure failed:\n%s", out)
+	}
+	t.Logf("\n%s", out)
+}
+
+func TestQuantile(t *testing.T) {
+	tests := []struct {
+		in   []int
+		q    float64
+		want int
+	}{
+		{nil, 0.5, 0},
+		{[]int{7}, 0.99, 7},
+		{[]int{1, 2, 3, 4}, 0.5, 2},
+		{[]int{4, 3, 2, 1}, 0.99, 4},
+		{[]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0.9, 9},
+	}
+	for _, tc := range tests {
+		d := make([]time.Duration, len(tc.in))
+		for i, v := range tc.in {
+			d[i] = time.Duration(v)
+		}
+		if got := quantile(d, tc.q); got != time.Duration(tc.want) {
+			t.Errorf("quantile(%v, %v) = %d, want %d", tc.in, tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestAnswer(t *testing.T) {
+	tests := []struct {
+		f    inFrame
+		seq  int
+		isOK bool
+	}{
+		{inFrame{Type: "message", Text: "Matty Atlas heard: " + messageText(12), From: fromBot()}, 12, true},
+		{inFrame{Type: "send", Text: messageText(3)}, 3, true},
+		{inFrame{Type: "message", Text: messageText(3)}, 0, false}, // a person's message, not an answer
+		{inFrame{Type: "ack"}, 0, false},
+		{inFrame{Type: "message", Text: "no number", From: fromBot()}, 0, false},
+	}
+	for _, tc := range tests {
+		seq, ok := answer(&tc.f)
+		if ok != tc.isOK || ok && seq != tc.seq {
+			t.Errorf("answer(%+v) = %d, %v; want %d, %v", tc.f, seq, ok, tc.seq, tc.isOK)
+		}
+	}
+}
+
+func fromBot() (f struct {
+	Kind string `json:"kind"`
+}) {
+	f.Kind = "bot"
+	return f
+}
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := thousands(in); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
