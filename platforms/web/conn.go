@@ -32,7 +32,7 @@ type conn struct {
 	host gateway.Host
 	ws   *websocket.Conn
 	v    visitor
-	out  chan any
+	out  chan outFrame
 	done chan struct{}
 	once sync.Once
 
@@ -45,17 +45,31 @@ type conn struct {
 func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, v visitor) *conn {
 	return &conn{
 		a: a, host: host, ws: ws, v: v,
-		out:    make(chan any, sendBuffer),
+		out:    make(chan outFrame, sendBuffer),
 		done:   make(chan struct{}),
 		rooms:  make(map[string]struct{}),
 		bucket: tokenBucket{rate: framesPerSecond, burst: frameBurst},
 	}
 }
 
+// outFrame is a frame waiting for the write loop; done, when set, learns
+// whether it was written.
+type outFrame struct {
+	v    any
+	done chan error
+}
+
+// errConnClosed is the fate of frames a closed connection did not write.
+var errConnClosed = errors.New("web: connection closed before the frame was written")
+
 // send queues a frame; false if the connection is gone or too slow (a
 // client that lets sendBuffer frames pile up is disconnected and will read
 // history when it comes back).
 func (c *conn) send(f any) bool {
+	return c.enqueue(outFrame{v: f})
+}
+
+func (c *conn) enqueue(f outFrame) bool {
 	select {
 	case <-c.done:
 		return false
@@ -68,6 +82,32 @@ func (c *conn) send(f any) bool {
 		c.a.log.Warn("slow websocket client disconnected", "platform_id", c.v.platformID)
 		c.close(websocket.CloseTryAgainLater, "too slow")
 		return false
+	}
+}
+
+// sendWritten queues a frame and waits until it has been written to the
+// socket, so a message the outbox records as delivered has left the
+// process (the kernel still delivers it if the gateway dies right after).
+func (c *conn) sendWritten(ctx context.Context, f any) error {
+	item := outFrame{v: f, done: make(chan error, 1)}
+	if !c.enqueue(item) {
+		return errConnClosed
+	}
+	select {
+	case err := <-item.done:
+		return err
+	case <-c.done:
+		// Closed: the frame was written only if the loop said so already.
+		// Counting an unsure frame as unwritten can only cause a resend,
+		// which the client drops by message ID.
+		select {
+		case err := <-item.done:
+			return err
+		default:
+			return errConnClosed
+		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -98,17 +138,23 @@ func (c *conn) inRoom(room string) bool {
 	return ok
 }
 
-// writeLoop writes queued frames and pings until the connection closes.
+// writeLoop writes queued frames and pings until the connection closes;
+// frames it could not write are reported as such.
 func (c *conn) writeLoop() {
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
+	defer c.failPending()
 	for {
 		select {
 		case <-c.done:
 			return
 		case f := <-c.out:
 			c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := c.ws.WriteJSON(f); err != nil {
+			err := c.ws.WriteJSON(f.v)
+			if f.done != nil {
+				f.done <- err
+			}
+			if err != nil {
 				c.close(websocket.CloseAbnormalClosure, "")
 				return
 			}
@@ -117,6 +163,22 @@ func (c *conn) writeLoop() {
 				c.close(websocket.CloseAbnormalClosure, "")
 				return
 			}
+		}
+	}
+}
+
+// failPending tells waiting senders that their frames were not written.
+// No frame is queued after done is closed, except by a sender that raced
+// the close; such a sender also sees done and gives up on its own.
+func (c *conn) failPending() {
+	for {
+		select {
+		case f := <-c.out:
+			if f.done != nil {
+				f.done <- errConnClosed
+			}
+		default:
+			return
 		}
 	}
 }

@@ -259,7 +259,7 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) 
 	}
 	sent := 0
 	for _, c := range a.recipients(m.ChatID, group) {
-		if c.send(f) {
+		if c.sendWritten(ctx, f) == nil {
 			sent++
 		}
 	}
