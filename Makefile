@@ -7,7 +7,7 @@ BIN         := bin/switchboard
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 export CGO_ENABLED := 1
 
-.PHONY: all build run test lint bench deps browser clean
+.PHONY: all build run test lint bench bench-go deps browser clean
 
 all: build
 
@@ -36,7 +36,14 @@ lint: deps
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
+# One table from one run (about 1.5 minutes): the gateway binary against a
+# bare WebSocket echo server and a bare SQLite insert loop on this machine;
+# see docs/performance.md. BENCHFLAGS=-quick for a smoke run.
 bench: deps
+	$(GO) run ./internal/bench $(BENCHFLAGS)
+
+# The Go micro-benchmarks (the in-process pipeline and others).
+bench-go: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:

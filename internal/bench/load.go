@@ -138,10 +138,11 @@ func closeAll(conns []*websocket.Conn) {
 
 // loadResult is what a load phase measured.
 type loadResult struct {
-	// completed counts answers that arrived inside the measured window.
-	completed int
-	window    time.Duration
-	latencies []time.Duration
+	// completed counts answers that arrived inside the measured window;
+	// answers counts every answer of the phase, warm-up included.
+	completed, answers int
+	window             time.Duration
+	latencies          []time.Duration
 	// failures counts error frames, write errors and broken connections;
 	// firstFailure describes one.
 	failures     int
@@ -166,9 +167,10 @@ func (r *loadResult) throughput() float64 {
 }
 
 // merge adds one connection's figures under mu.
-func (r *loadResult) merge(mu *sync.Mutex, completed int, lat []time.Duration, failures int, err error) {
+func (r *loadResult) merge(mu *sync.Mutex, answers, completed int, lat []time.Duration, failures int, err error) {
 	mu.Lock()
 	defer mu.Unlock()
+	r.answers += answers
 	r.completed += completed
 	r.latencies = append(r.latencies, lat...)
 	r.failures += failures
@@ -197,21 +199,31 @@ func closedLoop(conns []*websocket.Conn, bot string, d time.Duration) loadResult
 	var wg sync.WaitGroup
 	for _, ws := range conns {
 		wg.Go(func() {
-			// Spread the first sends over one gap.
-			time.Sleep(rand.N(sendGap))
+			// Ramp up: spread the first sends over the warm-up, so the
+			// window sees a steady state rather than the burst of every
+			// connection's first message at once.
+			time.Sleep(rand.N(warm.Sub(start)))
 			var lat []time.Duration
-			completed := 0
+			completed, answers := 0, 0
 			ws.SetReadDeadline(end.Add(10 * time.Second))
 			for seq := 0; time.Now().Before(end); seq++ {
 				t0 := time.Now()
 				if err := sendMessage(ws, bot, seq); err != nil {
-					res.merge(&mu, completed, lat, 1, fmt.Errorf("write: %w", err))
+					res.merge(&mu, answers, completed, lat, 1, fmt.Errorf("write: %w", err))
 					return
 				}
 				if err := awaitAnswer(ws, seq); err != nil {
-					res.merge(&mu, completed, lat, 1, err)
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						// Still queued 10 s after the phase: overload,
+						// not an error; the window's count already says it.
+						res.addUnanswered(&mu, 1)
+						err = nil
+					}
+					res.merge(&mu, answers, completed, lat, boolInt(err != nil), err)
 					return
 				}
+				answers++
 				// Count what arrives inside the window, whenever it was
 				// sent: under overload latencies exceed the window.
 				if now := time.Now(); now.After(warm) && !now.After(end) {
@@ -222,7 +234,7 @@ func closedLoop(conns []*websocket.Conn, bot string, d time.Duration) loadResult
 					time.Sleep(rest)
 				}
 			}
-			res.merge(&mu, completed, lat, 0, nil)
+			res.merge(&mu, answers, completed, lat, 0, nil)
 		})
 	}
 	wg.Wait()
@@ -342,13 +354,14 @@ func openLoop(conns []*websocket.Conn, bot string, perSecond float64, d time.Dur
 				}
 				answered.Add(1)
 			}
+			answers := int(answered.Load())
 			if p := failure.Load(); p != nil {
 				failures++
 				if err == nil {
 					err = *p
 				}
 			}
-			res.merge(&mu, completed, lat, failures, err)
+			res.merge(&mu, answers, completed, lat, failures, err)
 		})
 	}
 	wg.Wait()
@@ -357,3 +370,10 @@ func openLoop(conns []*websocket.Conn, bot string, perSecond float64, d time.Dur
 
 // errNoAnswers marks a phase that measured nothing.
 var errNoAnswers = errors.New("no answers measured")
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -3,7 +3,7 @@
 // measured in the same run on the same machine, and the target of
 // issue 7.
 //
-//	go run ./internal/bench            # the full run (about a minute)
+//	go run ./internal/bench            # the full run (about 1.5 minutes)
 //	go run ./internal/bench -quick     # a smoke test: small counts
 //
 // The gateway is the real binary (built with `go build` unless -bin names

@@ -20,9 +20,11 @@ const (
 	targetStartup         = 300 * time.Millisecond
 )
 
-// loadFigures are the closed- and open-loop results against one server.
+// loadFigures are the closed- and open-loop results against one server,
+// and the server's CPU time during the closed loop.
 type loadFigures struct {
 	closed, open loadResult
+	closedCPU    time.Duration
 }
 
 // measureLoad runs the throughput and fixed-rate phases against s.
@@ -33,7 +35,16 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFig
 	if err != nil {
 		return f, err
 	}
+	cpu0, err := s.cpuTime()
+	if err != nil {
+		return f, err
+	}
 	f.closed = closedLoop(conns, "mattyatlas", b.opts.duration)
+	cpu1, err := s.cpuTime()
+	if err != nil {
+		return f, err
+	}
+	f.closedCPU = cpu1 - cpu0
 	closeAll(conns)
 
 	b.progress("%s: open loop, %.0f msg/s over %d connections, %s", s.name, b.opts.rate, b.opts.rateConns, b.opts.duration)
@@ -124,6 +135,15 @@ func (b *bench) webLoad(ctx context.Context) error {
 	ceiling := float64(b.opts.conns) * float64(time.Second) / float64(sendGap)
 	b.note("throughput: closed loop over %d connections, one message in flight each, at most %.0f msg/s per connection (the widget allows 20 frames/s): client ceiling %s.",
 		b.opts.conns, float64(time.Second)/float64(sendGap), rate(ceiling))
+	for _, x := range []struct {
+		who string
+		f   *loadFigures
+	}{{"echo", &e}, {"gateway", &g}} {
+		if n := x.f.closed.answers; n > 0 {
+			b.note("throughput: the %s process used %.1f CPU-seconds in the closed loop, %.0f µs per answered message (%s answers, warm-up included).",
+				x.who, x.f.closedCPU.Seconds(), float64(x.f.closedCPU.Microseconds())/float64(n), thousands(int64(n)))
+		}
+	}
 	if et >= 0.9*ceiling {
 		b.note("throughput: the echo figure is at the client ceiling, so it understates the echo server; rerun with more -conns.")
 	}

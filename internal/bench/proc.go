@@ -244,6 +244,31 @@ func (s *server) rss() (int64, error) {
 	return 0, errors.New("no VmRSS in /proc/<pid>/status")
 }
 
+// cpuTime reads the child's user plus system CPU time from
+// /proc/<pid>/stat (fields 14 and 15, in USER_HZ ticks: 100 a second on
+// Linux).
+func (s *server) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; count from after it.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/<pid>/stat: %q", b)
+	}
+	var ticks int64
+	for _, field := range f[11:13] { // utime, stime
+		n, err := strconv.ParseInt(field, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
+}
+
 // logTail is the end of the child's output, for error messages.
 func (s *server) logTail() string {
 	b, _ := os.ReadFile(s.logPath)
