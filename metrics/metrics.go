@@ -36,8 +36,8 @@ func (r *Registry) add(name string, m metric) {
 	r.metrics[name] = m
 }
 
-// WriteTo writes every metric in the text format.
-func (r *Registry) WriteTo(w io.Writer) {
+// WriteText writes every metric in the Prometheus text format.
+func (r *Registry) WriteText(w io.Writer) {
 	r.mu.Lock()
 	names := slices.Clone(r.order)
 	ms := make([]metric, len(names))

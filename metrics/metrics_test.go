@@ -16,7 +16,7 @@ func TestWrite(t *testing.T) {
 	h.Observe(0.05, "matty", "script")
 	h.Observe(0.5, "matty", "script")
 	var sb strings.Builder
-	r.WriteTo(&sb)
+	r.WriteText(&sb)
 	got := sb.String()
 	for _, want := range []string{
 		"# TYPE events_total counter",

@@ -135,7 +135,7 @@ func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int6
 func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.InboundResult, error) {
 	ev := in.Event
 	var res gateway.InboundResult
-	err := s.tx(ctx, func(tx *txn) error {
+	err := s.txIntake(ctx, func(tx *txn) error {
 		res = gateway.InboundResult{}
 		var dup int64
 		err := tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys

@@ -38,6 +38,9 @@ type SQLite struct {
 	// in one transaction (group commit), each write in its own savepoint
 	// so one failure does not fail the others.
 	writes chan writeReq
+	// intake carries new inbound messages, which wait behind everything
+	// else: under a burst, replies to what is already stored go first.
+	intake chan writeReq
 	quit   chan struct{}
 	loop   sync.WaitGroup
 
@@ -80,6 +83,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	r.SetMaxOpenConns(4)
 	s.r = r
 	s.writes = make(chan writeReq)
+	s.intake = make(chan writeReq)
 	s.quit = make(chan struct{})
 	s.loop.Go(s.commitLoop)
 	return s, nil
@@ -148,12 +152,21 @@ var errClosed = errors.New("store: closed")
 // when tx returns. fn may share its transaction with other writes (group
 // commit); it must not keep state across calls, as it runs once.
 func (s *SQLite) tx(ctx context.Context, fn func(*txn) error) error {
-	if s.writes == nil {
+	return s.write(ctx, fn, s.writes)
+}
+
+// txIntake is tx for new inbound messages, at the lower priority.
+func (s *SQLite) txIntake(ctx context.Context, fn func(*txn) error) error {
+	return s.write(ctx, fn, s.intake)
+}
+
+func (s *SQLite) write(ctx context.Context, fn func(*txn) error, queue chan writeReq) error {
+	if queue == nil {
 		return s.txNow(ctx, fn) // while opening (migrations)
 	}
 	req := writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
-	case s.writes <- req:
+	case queue <- req:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.quit:
@@ -170,17 +183,25 @@ func (s *SQLite) commitLoop() {
 		var first writeReq
 		select {
 		case first = <-s.writes:
-		case <-s.quit:
-			return
+		default:
+			select {
+			case first = <-s.writes:
+			case first = <-s.intake:
+			case <-s.quit:
+				return
+			}
 		}
 		batch := []writeReq{first}
-	gather:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-s.writes:
-				batch = append(batch, r)
-			default:
-				break gather
+		// Fill the batch with what waits, completions before intake.
+		for _, q := range []chan writeReq{s.writes, s.intake} {
+		gather:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-q:
+					batch = append(batch, r)
+				default:
+					break gather
+				}
 			}
 		}
 		s.runBatch(batch)

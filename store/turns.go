@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/gateway"
@@ -35,30 +36,36 @@ func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
 // LoadTurn implements gateway.Store.
 func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
 	var d gateway.TurnData
-	var msgID int64
 	var delegation sql.NullString
-	err := s.queryRow(ctx, `SELECT session_id, message_id, text, COALESCE(after_turn, 0), delegation_id FROM turns WHERE id = ?`, turnID).
-		Scan(&d.Ref.SessionID, &msgID, &d.Text, &d.Ref.After, &delegation)
+	// The turn, its session and its message in one read.
+	row := s.queryRow(ctx, `SELECT t.text, COALESCE(t.after_turn, 0), t.delegation_id,
+		s.id, s.bot, s.scope, s.scope_id, s.resume_id, s.created_at, s.updated_at, `+messageColumns+`
+		FROM turns t JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id
+		LEFT JOIN conversations c ON c.id = m.conversation_id WHERE t.id = ?`, turnID)
+	var created, updated int64
+	var mentions, chatType string
+	var at int64
+	m := &d.Message
+	err := row.Scan(&d.Text, &d.Ref.After, &delegation,
+		&d.Session.ID, &d.Session.Key.Bot, &d.Session.Key.Scope, &d.Session.Key.ScopeID, &d.Session.ResumeID, &created, &updated,
+		&m.ID, &m.Platform, &m.ChatID, &chatType, &m.PlatformMsgID, &m.Kind,
+		&m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &mentions, &m.ReplyTo, &at, &m.DelegationID)
 	if err != nil {
 		return d, fmt.Errorf("store: load turn %d: %w", turnID, notFound(err))
 	}
-	d.Ref.ID = turnID
+	d.Ref.ID, d.Ref.SessionID = turnID, d.Session.ID
+	d.Session.CreatedAt, d.Session.UpdatedAt = fromMicros(created), fromMicros(updated)
+	m.ChatType, m.Time = gateway.ChatType(chatType), fromMicros(at)
+	if mentions != "" {
+		m.Mentions = strings.Split(mentions, " ")
+	}
+	msgID := m.ID
 	if delegation.Valid {
 		del, err := s.GetDelegation(ctx, delegation.String)
 		if err != nil {
 			return d, fmt.Errorf("store: load turn %d: %w", turnID, err)
 		}
 		d.Delegation = &del
-	}
-	d.Session, err = scanSession(s.queryRow(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
-		FROM sessions WHERE id = ?`, d.Ref.SessionID))
-	if err != nil {
-		return d, fmt.Errorf("store: load turn %d session: %w", turnID, notFound(err))
-	}
-	d.Message, err = scanMessage(s.queryRow(ctx, `SELECT `+messageColumns+`
-		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`, msgID))
-	if err != nil {
-		return d, fmt.Errorf("store: load turn %d message: %w", turnID, notFound(err))
 	}
 	d.History, err = queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id

@@ -47,5 +47,5 @@ func (o *observer) gauge(gw *gateway.Gateway) {
 // ServeHTTP serves /metrics.
 func (o *observer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	o.reg.WriteTo(w)
+	o.reg.WriteText(w)
 }
