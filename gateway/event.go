@@ -55,6 +55,10 @@ type Event struct {
 	// ReplyTo is the platform message ID this message answers, if any.
 	ReplyTo string
 	Time    time.Time
+	// OnStored, if set, is called once the message is durable (or found
+	// to be a duplicate), before any bot starts on it — so an adapter can
+	// acknowledge it ahead of the replies. It must not block.
+	OnStored func(Receipt) `json:"-"`
 }
 
 // Sender is who wrote a message on the platform.

@@ -245,6 +245,9 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 	res, err := g.store.AppendInbound(ctx, Inbound{
 		Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns,
 		OnStored: func(res InboundResult) {
+			if ev.OnStored != nil {
+				ev.OnStored(Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate})
+			}
 			if !res.Duplicate {
 				g.obs.EventIn(ev.Platform)
 				for _, t := range res.Turns {

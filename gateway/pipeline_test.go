@@ -363,3 +363,46 @@ func TestLongReplySplitAndResumedAfterFailure(t *testing.T) {
 		t.Errorf("parts = %q; each part once, in order", got)
 	}
 }
+
+// typist is a recorder that also shows typing.
+type typist struct {
+	*recorder
+	typed chan string
+}
+
+func (p typist) Typing(_ context.Context, bot, chat string) error {
+	select {
+	case p.typed <- bot + "@" + chat:
+	default:
+	}
+	return nil
+}
+
+func TestTypingWhileTheBrainWorks(t *testing.T) {
+	slow := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		if tr.Text == "slow" {
+			time.Sleep(600 * time.Millisecond)
+		}
+		return brains.Reply{Text: "ok"}, nil
+	})
+	h := newHarness(t, bot("matty", slow))
+	tp := typist{recorder: h.plat, typed: make(chan string, 10)}
+	h.gw.AddPlatform(tp)
+	h.deliver(private("web-ann", "matty", "1", "quick"))
+	h.plat.next(t)
+	select {
+	case got := <-tp.typed:
+		t.Errorf("typing shown for an instant answer: %s", got)
+	default:
+	}
+	h.deliver(private("web-ann", "matty", "2", "slow"))
+	h.plat.next(t)
+	select {
+	case got := <-tp.typed:
+		if got != "matty@web-ann:matty" {
+			t.Errorf("typing in %s", got)
+		}
+	default:
+		t.Error("no typing indicator during a slow turn")
+	}
+}

@@ -18,8 +18,13 @@ import (
 // logger is the gateway's structured logger.
 type logger = *slog.Logger
 
-// typingEvery is how often a running turn refreshes the typing indicator.
-const typingEvery = 4 * time.Second
+// A running turn shows the typing indicator once it has taken typingAfter
+// (a brain that answers at once shows none: no flicker, no wasted frame)
+// and refreshes it every typingEvery.
+const (
+	typingAfter = 250 * time.Millisecond
+	typingEvery = 4 * time.Second
+)
 
 // The history a turn sees: the bot's window, defaultHistoryWindow when it
 // sets none.
@@ -313,6 +318,13 @@ func (g *Gateway) startTyping(platform, bot, chatID string) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		first := time.NewTimer(typingAfter)
+		defer first.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-first.C:
+		}
 		t := time.NewTicker(typingEvery)
 		defer t.Stop()
 		for {

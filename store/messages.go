@@ -143,7 +143,10 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 			ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&dup)
 		if err == nil {
 			res.Duplicate = true
-			res.Message, err = loadMessage(ctx, tx, dup)
+			if res.Message, err = loadMessage(ctx, tx, dup); err == nil && in.OnStored != nil {
+				stored := res
+				tx.onStored(func() { in.OnStored(stored) })
+			}
 			return err
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

@@ -296,21 +296,25 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 			ev.ReplyTo = strconv.FormatInt(f.ReplyTo, 10)
 		}
 	}
-	rec, err := c.host.Deliver(ctx, ev)
+	// The ack and the copies for the user's other tabs go out as soon as
+	// the message is stored, ahead of any reply to it.
+	ev.OnStored = func(rec gateway.Receipt) {
+		c.send(ackFrame{Type: "ack", ClientID: f.ClientID, ID: rec.MessageID})
+		if !rec.Duplicate {
+			c.a.broadcast(ev.ChatID, ev.ChatType == gateway.ChatGroup, c, messageFrame{
+				Type: "message", ID: rec.MessageID, Chat: ev.ChatID, Bot: ev.Bot,
+				From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: ev.Sender.Name},
+				Text: ev.Text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
+			})
+		}
+	}
+	_, err := c.host.Deliver(ctx, ev)
 	switch {
 	case errors.Is(err, gateway.ErrUnknownBot):
 		return &frameError{Code: codeUnknownBot, Message: err.Error(), ClientID: f.ClientID}
 	case err != nil:
 		c.a.log.Error("deliver", "platform_id", c.v.platformID, "err", err)
 		return &frameError{Code: codeUnavailable, Message: errUnavailable.Error(), ClientID: f.ClientID}
-	}
-	c.send(ackFrame{Type: "ack", ClientID: f.ClientID, ID: rec.MessageID})
-	if !rec.Duplicate {
-		c.a.broadcast(ev.ChatID, ev.ChatType == gateway.ChatGroup, c, messageFrame{
-			Type: "message", ID: rec.MessageID, Chat: ev.ChatID, Bot: ev.Bot,
-			From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: ev.Sender.Name},
-			Text: ev.Text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
-		})
 	}
 	return nil
 }
