@@ -180,7 +180,9 @@ func TestMetrics(t *testing.T) {
 		}
 		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if strings.Contains(string(body), `switchboard_events_out_total{platform="web"} 1`) {
+		// The worker leaves the queue just after the reply is handed over.
+		if strings.Contains(string(body), `switchboard_events_out_total{platform="web"} 1`) &&
+			strings.Contains(string(body), "switchboard_session_queue_depth 0") {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
