@@ -72,6 +72,20 @@ func TestBrowserChatWithMatty(t *testing.T) {
 		t.Errorf("reply in the page = %q", reply)
 	}
 
+	// A hand-off shows its live status in the page.
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#composer`), "Tell Finn Shipley to build the login page"),
+		chromedp.Click(chromedp.CSS(`#send`)),
+		chromedp.WaitVisible(chromedp.CSS(`#delegations li.delegation[data-status="done"]`)),
+	)
+	if err != nil {
+		t.Fatalf("hand-off in the browser: %v", err)
+	}
+	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#delegations li.delegation`)))
+	if err != nil || !strings.Contains(status, "Finn Shipley") {
+		t.Errorf("delegation status in the page = %q, %v", status, err)
+	}
+
 	// Keep a screenshot for people to look at (SWITCHBOARD_SCREENSHOT=path).
 	if path := os.Getenv("SWITCHBOARD_SCREENSHOT"); path != "" {
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
