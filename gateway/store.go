@@ -224,7 +224,9 @@ type TurnData struct {
 	// Message is the message being answered; Text the brain's view of it.
 	Message Message
 	Text    string
-	// History is the session's earlier messages, oldest first.
+	// History is the session's earlier messages, oldest first. They carry
+	// what a brain is shown — kind, author, user, bot, text and time — not
+	// their chat.
 	History []Message
 }
 

@@ -67,16 +67,39 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 		}
 		d.Delegation = &del
 	}
-	d.History, err = queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
-		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-		LEFT JOIN conversations c ON c.id = m.conversation_id
-		WHERE sm.session_id = ? AND m.id != ? AND (m.id < ? OR m.from_kind != 'human')
-		ORDER BY sm.message_id DESC LIMIT ?) ORDER BY 1`,
-		d.Ref.SessionID, msgID, msgID, historyLimit)
-	if err != nil {
+	if d.History, err = s.history(ctx, d.Ref.SessionID, msgID, historyLimit); err != nil {
 		return d, fmt.Errorf("store: load turn %d history: %w", turnID, err)
 	}
 	return d, nil
+}
+
+// history reads the last limit messages of a session before the message
+// being answered (and any later bot or system message), oldest first. Only
+// what a brain is shown is read: kind, author, text and time.
+func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit int) ([]gateway.Message, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.query(ctx, `SELECT m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at
+		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+		WHERE sm.session_id = ? AND sm.message_id != ? AND (sm.message_id < ? OR m.from_kind != 'human')
+		ORDER BY sm.message_id DESC LIMIT ?`, session, msgID, msgID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []gateway.Message
+	for rows.Next() {
+		var m gateway.Message
+		var at int64
+		if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at); err != nil {
+			return nil, err
+		}
+		m.Time = fromMicros(at)
+		out = append(out, m)
+	}
+	slices.Reverse(out)
+	return out, rows.Err()
 }
 
 // CompleteTurn implements gateway.Store. Completing a turn that is already
