@@ -151,8 +151,8 @@ func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brain
 		}
 		return openai.New(openai.Config{
 			BaseURL: b.Brain.BaseURL, Model: b.Brain.Model, APIKey: apiKey, Timeout: b.Brain.Timeout,
-			ContextMessages: b.Brain.ContextMessages, Temperature: b.Brain.Temperature,
-			MaxTokens: b.Brain.MaxTokens, Logger: log,
+			ContextMessages: b.Brain.ContextMessages, TokenBudget: openaiTokenBudget,
+			Temperature: b.Brain.Temperature, MaxTokens: b.Brain.MaxTokens, Logger: log,
 		})
 	}
 	return nil, fmt.Errorf("unknown brain kind %q", b.Brain.Kind)
@@ -174,6 +174,11 @@ func telegramBots(cfg *config.Config) []telegram.BotConfig {
 	}
 	return out
 }
+
+// openaiTokenBudget is the estimated prompt size (about four characters a
+// token) an openai brain trims its history to, on top of context_messages:
+// small enough for an 8k-context local model, a fraction of a cloud model's.
+const openaiTokenBudget = 6000
 
 // discordBots lists the bots with a Discord section whose token is set.
 func discordBots(cfg *config.Config) []discord.BotConfig {
