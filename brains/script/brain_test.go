@@ -430,7 +430,7 @@ func FuzzReply(f *testing.F) {
 			if !errors.As(err, &fe) {
 				t.Fatalf("New error %v is not a *FieldError", err)
 			}
-			t.Skip()
+			return // an invalid rule is New's to refuse, checked above
 		}
 		for _, tn := range []brains.Turn{turn(text), delegated(text), {Text: text}} {
 			got, err := b.Reply(context.Background(), tn)
