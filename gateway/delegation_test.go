@@ -128,20 +128,31 @@ func TestPrivateHandOff(t *testing.T) {
 	h.plat.next(t)
 	h.deliver(private("web-ann", "mattyatlas", "2", "Tell Finn Shipley to build the login page."))
 
-	ack := h.plat.next(t)
-	if ack.Bot != "mattyatlas" || ack.ChatID != "web-ann:mattyatlas" ||
-		ack.Text != "Handing this to Finn Shipley: build the login page. I'll let you know when it's done." {
+	// Matty's acknowledgement and notice come in order in Matty's chat;
+	// Finn's reply, in Finn's chat, may overtake the acknowledgement.
+	var inMatty []gateway.Outbound
+	var reply gateway.Outbound
+	for range 3 {
+		m := h.plat.next(t)
+		if m.ChatID == "web-ann:mattyatlas" {
+			inMatty = append(inMatty, m)
+		} else {
+			reply = m
+		}
+	}
+	if len(inMatty) != 2 {
+		t.Fatalf("Matty said %d messages, want 2: %+v", len(inMatty), inMatty)
+	}
+	ack, notice := inMatty[0], inMatty[1]
+	if ack.Bot != "mattyatlas" || ack.Text != "Handing this to Finn Shipley: build the login page. I'll let you know when it's done." {
 		t.Fatalf("acknowledgement = %+v", ack)
 	}
 	if ack.Delegation == nil || ack.Delegation.To != "finnshipley" {
 		t.Errorf("acknowledgement carries no delegation: %+v", ack.Delegation)
 	}
-	got := byChat(t, h.plat, 2)
-	reply := got["web-ann:finnshipley"]
-	if reply.Bot != "finnshipley" || reply.Text != "Built build the login page for Ann (from Matty Atlas, depth 1)" {
+	if reply.Bot != "finnshipley" || reply.ChatID != "web-ann:finnshipley" || reply.Text != "Built build the login page for Ann (from Matty Atlas, depth 1)" {
 		t.Errorf("Finn's reply = %+v", reply)
 	}
-	notice := got["web-ann:mattyatlas"]
 	if notice.Bot != "mattyatlas" || !strings.HasPrefix(notice.Text, "Finn Shipley finished: Built build the login page") {
 		t.Errorf("notice in Matty's chat = %+v", notice)
 	}
