@@ -125,18 +125,7 @@ func isSnowflake(s string) bool {
 // let a request on bucketID through: its own wait sleeps and cannot be
 // cancelled. Discord's X-RateLimit headers fill the bucket.
 func (c *botConn) waitBucket(ctx context.Context, bucketID string) error {
-	d := c.bucketWait(bucketID)
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleep(ctx, c.bucketWait(bucketID))
 }
 
 // bucketWait is how long discordgo's rate limiter would hold a request on

@@ -54,7 +54,15 @@ func newPacer(p Pace, now func() time.Time) *pacer {
 // wait blocks until key may send, or ctx ends (the token is then given
 // back).
 func (p *pacer) wait(ctx context.Context, key string) error {
-	d := p.reserve(key)
+	if err := sleep(ctx, p.reserve(key)); err != nil {
+		p.unreserve(key)
+		return err
+	}
+	return nil
+}
+
+// sleep waits d (nothing when d ≤ 0), or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
@@ -64,7 +72,6 @@ func (p *pacer) wait(ctx context.Context, key string) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		p.unreserve(key)
 		return ctx.Err()
 	}
 }
