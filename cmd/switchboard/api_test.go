@@ -17,7 +17,13 @@ import (
 // the JSON body.
 func apiGet(t *testing.T, m *Main, path, token string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+m.Addr()+path, nil)
+	return apiGetAt(t, m.Addr(), path, token)
+}
+
+// apiGetAt is apiGet for a gateway listening on addr (another process).
+func apiGetAt(t *testing.T, addr, path, token string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -144,12 +144,7 @@ func (c *conn) run(ctx context.Context, host gateway.Host) {
 	if err != nil {
 		return
 	}
-	poller, err := bot.New(c.cfg.Token, c.options(ctx, c.p.offset(c.cfg.Token))...)
-	if err != nil {
-		c.log.Error("telegram poller", "err", err)
-		return
-	}
-	poller.Start(ctx) // returns when ctx ends and its goroutines have exited
+	c.poll(ctx) // returns when ctx ends
 }
 
 // retry calls fn until it succeeds or ctx ends, waiting between tries
