@@ -20,6 +20,9 @@ var (
 	// ErrUnknownBot: the event or request names a bot that is not
 	// configured on that platform.
 	ErrUnknownBot = errors.New("unknown bot")
+	// ErrInvalidEvent: the event lacks a field or is malformed; sending
+	// it again will not help.
+	ErrInvalidEvent = errors.New("invalid event")
 )
 
 // Options configure a Gateway.
@@ -204,7 +207,7 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		return Receipt{}, ErrStopped
 	}
 	if err := ev.Validate(); err != nil {
-		return Receipt{}, err
+		return Receipt{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)
 	}
 	if ev.Time.IsZero() {
 		ev.Time = g.now()

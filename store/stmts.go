@@ -137,8 +137,14 @@ type txn struct {
 // onStored runs fn after the commit that makes this write durable.
 func (t *txn) onStored(fn func()) { t.stored = append(t.stored, fn) }
 
+// A statement in a shared transaction must not be interrupted by its
+// caller's context: go-sqlite3 interrupts the connection, which rolls back
+// the whole transaction — the other writes of the batch with it. The
+// committer checks each caller's context before running its write.
+
 // ExecContext runs a statement in the transaction.
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := t.s.cached(t.s.w, q); ok {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -148,6 +154,7 @@ func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 
 // QueryRowContext runs a one-row query in the transaction.
 func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := t.s.cached(t.s.w, q); ok {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
@@ -157,6 +164,7 @@ func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) scanne
 
 // QueryContext runs a query in the transaction.
 func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx = context.WithoutCancel(ctx)
 	if st, ok := t.s.cached(t.s.w, q); ok {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}

@@ -30,6 +30,7 @@ const publicAPI = "https://api.telegram.org"
 func (c *conn) poll(ctx context.Context) {
 	next := c.p.offset(c.cfg.Token) + 1
 	wait := c.p.retryWait
+polling:
 	for ctx.Err() == nil {
 		upds, err := c.getUpdates(ctx, next)
 		if err != nil {
@@ -48,18 +49,29 @@ func (c *conn) poll(ctx context.Context) {
 			wait = min(2*wait, maxRetryWait)
 			continue
 		}
-		wait = c.p.retryWait
 		for i := range upds {
-			if err := c.p.deliver(ctx, c, c.host, &upds[i]); err != nil {
-				if errors.Is(err, gateway.ErrStopped) || ctx.Err() != nil {
-					return // not confirmed: Telegram sends it again
+			err := c.p.deliver(ctx, c, c.host, &upds[i])
+			switch {
+			case err == nil:
+			case errors.Is(err, gateway.ErrStopped) || ctx.Err() != nil:
+				return // not confirmed: Telegram sends it again
+			case errors.Is(err, gateway.ErrInvalidEvent) || errors.Is(err, gateway.ErrUnknownBot):
+				// One bad update must not stop the bot: skip it.
+				c.log.Error("telegram update refused", "update", upds[i].ID, "err", err)
+			default:
+				// Not stored (the store is busy or failing): do not confirm
+				// it; poll again from it after a pause.
+				c.log.Error("telegram update not stored; retrying", "update", upds[i].ID, "wait", wait, "err", err)
+				if sleepCtx(ctx, wait) != nil {
+					return
 				}
-				// One bad update must not stop the bot.
-				c.log.Error("telegram update not delivered", "update", upds[i].ID, "err", err)
+				wait = min(2*wait, maxRetryWait)
+				continue polling
 			}
 			c.p.setOffset(c.cfg.Token, upds[i].ID)
 			next = upds[i].ID + 1
 		}
+		wait = c.p.retryWait
 	}
 }
 
