@@ -52,6 +52,8 @@ func (q *queues) work(session string) {
 		q.mu.Lock()
 		waiting := q.active[session]
 		if len(waiting) == 0 || q.idle == nil && q.draining {
+			// Turns left behind stay stored for the next start.
+			q.depth.Add(-int64(len(waiting)))
 			delete(q.active, session)
 			q.signalIdle()
 			q.mu.Unlock()

@@ -151,7 +151,7 @@ func (s *SQLite) UpdateDelegation(ctx context.Context, u gateway.DelegationUpdat
 
 // GetDelegation implements gateway.Store.
 func (s *SQLite) GetDelegation(ctx context.Context, id string) (gateway.Delegation, error) {
-	d, err := scanDelegation(s.queryRow(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
+	d, err := scanDelegation(s.queryRow(ctx, delegationQuery, id))
 	if err != nil {
 		return d, fmt.Errorf("store: get delegation: %w", notFound(err))
 	}
@@ -288,20 +288,23 @@ func (s *SQLite) queryArtifacts(ctx context.Context, content bool, where string,
 	return out, rows.Err()
 }
 
-// delegationRef reads a delegation's current status for a message frame.
+// delegationQuery reads one delegation by ID.
+const delegationQuery = `SELECT ` + delegationColumns + ` FROM delegations WHERE id = ?`
+
+// delegationRef reads a delegation's current status for a message frame,
+// inside a write transaction.
 func delegationRef(ctx context.Context, tx *txn, id string) (*gateway.DelegationRef, error) {
-	d, err := scanDelegation(tx.QueryRowContext(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return d.Ref(), nil
+	return refOf(tx.QueryRowContext(ctx, delegationQuery, id))
 }
 
+// delegationRef is the same outside a transaction.
 func (s *SQLite) delegationRef(ctx context.Context, id string) (*gateway.DelegationRef, error) {
-	d, err := scanDelegation(s.queryRow(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`, id))
+	return refOf(s.queryRow(ctx, delegationQuery, id))
+}
+
+// refOf scans a delegation row into its short form; no row is no ref.
+func refOf(row scanner) (*gateway.DelegationRef, error) {
+	d, err := scanDelegation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

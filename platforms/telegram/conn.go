@@ -51,7 +51,7 @@ type conn struct {
 // newConn prepares a connection; nothing touches the network until run.
 func (p *Platform) newConn(cfg BotConfig, prev *conn) (*conn, error) {
 	c := &conn{p: p, cfg: cfg, prev: prev, done: make(chan struct{}), log: p.log.With("bot", cfg.BotID)}
-	client, err := bot.New(cfg.Token, c.options(context.Background(), 0)...)
+	client, err := bot.New(cfg.Token, c.options(context.Background())...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,20 +59,13 @@ func (p *Platform) newConn(cfg BotConfig, prev *conn) (*conn, error) {
 	return c, nil
 }
 
-// options configure a client of the bot. Handlers run one at a time in
-// the poller's worker (WithNotAsyncHandlers), and the unbuffered updates
-// channel keeps the poller from fetching further ahead than the update
-// being handled, so a bot's updates are applied in the order Telegram
-// sent them.
-func (c *conn) options(ctx context.Context, offset int64) []bot.Option {
+// options configure the bot's client, used for sending, getMe and
+// webhooks; updates are polled by poll.go's own loop, never by the
+// client's poller.
+func (c *conn) options(ctx context.Context) []bot.Option {
 	opts := []bot.Option{
 		bot.WithSkipGetMe(),
 		bot.WithHTTPClient(c.p.pollTimeout, c.p.httpc),
-		bot.WithNotAsyncHandlers(),
-		bot.WithUpdatesChannelCap(0),
-		bot.WithAllowedUpdates(allowedUpdates),
-		bot.WithInitialOffset(offset),
-		bot.WithDefaultHandler(c.handle),
 		bot.WithErrorsHandler(func(err error) {
 			// Interrupted polls at shutdown are expected.
 			if ctx.Err() != nil {
@@ -176,15 +169,6 @@ func (c *conn) retry(ctx context.Context, what string, fn func(context.Context) 
 		}
 		wait = min(2*wait, maxRetryWait)
 	}
-}
-
-// handle is the poller's handler: one update at a time, in order.
-func (c *conn) handle(ctx context.Context, _ *bot.Bot, upd *models.Update) {
-	if err := c.p.deliver(ctx, c, c.host, upd); err != nil {
-		// Logged and skipped: one bad update must not stop the bot.
-		c.log.Error("telegram update not delivered", "update", upd.ID, "err", err)
-	}
-	c.p.setOffset(c.cfg.Token, upd.ID)
 }
 
 // tokenID is the bot's user ID, the part of its token before ':'.
