@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // Debounce timing of Watcher: a reload waits until the files have been
@@ -28,9 +26,11 @@ const (
 // validate is logged and ignored as a whole.
 //
 // It watches the directory rather than the files, so it sees editors that
-// write in place (including the moment a file is truncated) as well as
-// those that write a temporary file and rename it over the original, and
-// Kubernetes-style symlink swaps (..data). Viper's own WatchConfig is not
+// write in place as well as those that write a temporary file and rename
+// it over the original, and Kubernetes-style symlink swaps (..data). On
+// Linux a file written in place counts as changed when its writer closes
+// it, so the database's own writes beside the config files do not wake
+// the watcher (see dirwatch_linux.go). Viper's own WatchConfig is not
 // used: it watches one file, cannot be stopped, and rereads into state the
 // validation cannot trust mid-write.
 type Watcher struct {
@@ -81,14 +81,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return errors.New("config watcher: already running")
 	}
 	defer w.running.Store(false)
-	fw, err := fsnotify.NewWatcher()
+	fw, err := newDirWatcher(w.dir)
 	if err != nil {
 		return fmt.Errorf("config watcher: %w", err)
 	}
-	defer fw.Close() // waits for fsnotify's goroutine to exit
-	if err := fw.Add(w.dir); err != nil {
-		return fmt.Errorf("config watcher: watch %s: %w", w.dir, err)
-	}
+	defer fw.Close() // waits for the watcher's goroutines to exit
 
 	// The timer starts armed, for the edits made before Run.
 	timer := time.NewTimer(debounceQuiet)
@@ -98,11 +95,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-fw.Events:
+		case name, ok := <-fw.Names():
 			if !ok {
 				return nil
 			}
-			if !relevant(ev.Name) {
+			if !relevant(name) {
 				continue
 			}
 			now := time.Now()
@@ -112,7 +109,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if now.Sub(pendingSince) < debounceMax {
 				timer.Reset(debounceQuiet)
 			}
-		case err, ok := <-fw.Errors:
+		case err, ok := <-fw.Errors():
 			if !ok {
 				return nil
 			}

@@ -74,6 +74,35 @@ func TestWatcherPicksUpValidEdits(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"symlink swap (..data, as Kubernetes mounts)", func(t *testing.T, path, content string) {
+			// bots.yaml → ..data/bots.yaml; ..data → a new directory.
+			dir := filepath.Dir(path)
+			gen := func(n string) string {
+				d := filepath.Join(dir, "..gen"+n)
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			old := gen("1")
+			if err := os.Rename(path, filepath.Join(old, BotsFile)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("..gen1", filepath.Join(dir, "..data")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join("..data", BotsFile), path); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * debounceQuiet)
+			writeFile(t, filepath.Join(gen("2"), BotsFile), content)
+			if err := os.Symlink("..gen2", filepath.Join(dir, "..data_tmp")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"delete and recreate", func(t *testing.T, path, content string) {
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)

@@ -17,7 +17,8 @@ type Platform interface {
 	// every goroutine it started has exited.
 	Run(ctx context.Context, host Host) error
 	// Send delivers one outbound message. It returns the platform's ID of
-	// the delivered message. Errors may wrap ErrUnreachable (the recipient
+	// the delivered message, or "" when the platform knows messages by
+	// their Switchboard IDs (Outbound.MessageID), as the web does. Errors may wrap ErrUnreachable (the recipient
 	// cannot be reached now; retry when Host.Reachable says so),
 	// *RetryAfterError (rate limited), or ErrPermanent (never retry).
 	// Any other error is retried with backoff.

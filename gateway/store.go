@@ -58,7 +58,10 @@ type Store interface {
 
 	// PendingOutbox lists undelivered outbox entries, oldest first.
 	PendingOutbox(ctx context.Context) ([]Outbound, error)
-	// MarkSent records a delivery.
+	// MarkSent records a delivery. It may return before the record is
+	// durable (and so not report a failure to store it): a message whose
+	// delivery was not recorded when the process stopped is delivered
+	// again, as after a crash between sending and recording.
 	MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error
 	// MarkPart records that the first n parts of a split message were
 	// delivered, the last of them as platformMsgID.

@@ -168,6 +168,9 @@ func (h *Histogram) write(w io.Writer, name string) {
 	}
 }
 
+// labelEscaper escapes a label value.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
 // labelKey renders {a="x",b="y"}, escaping values.
 func labelKey(names, values []string) string {
 	if len(names) == 0 {
@@ -183,8 +186,11 @@ func labelKey(names, values []string) string {
 		if i < len(values) {
 			v = values[i]
 		}
-		v = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
-		fmt.Fprintf(&sb, "%s=\"%s\"", n, v)
+		v = labelEscaper.Replace(v)
+		sb.WriteString(n)
+		sb.WriteString(`="`)
+		sb.WriteString(v)
+		sb.WriteByte('"')
 	}
 	sb.WriteByte('}')
 	return sb.String()

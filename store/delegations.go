@@ -81,20 +81,24 @@ func startDelegation(ctx context.Context, tx *txn, nd gateway.NewDelegation, now
 	if err != nil {
 		return gateway.TurnRef{}, err
 	}
-	msgID, err := insertMessage(ctx, tx, 0, gateway.Message{
+	wrapper := gateway.Message{
 		Kind: gateway.KindWrapper, From: gateway.Party{Kind: "system", ID: d.From, Name: "delegation"},
 		UserID: d.UserID, Bot: d.To, Text: nd.Wrapper, Time: fromMicros(now), DelegationID: d.ID,
-	})
-	if err != nil {
+	}
+	if wrapper.ID, err = insertMessage(ctx, tx, 0, wrapper); err != nil {
 		return gateway.TurnRef{}, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`, sid, msgID); err != nil {
+	if err := linkMessage(ctx, tx, sid, wrapper, false); err != nil {
 		return gateway.TurnRef{}, err
 	}
 	ref := gateway.TurnRef{SessionID: sid}
-	err = tx.QueryRowContext(ctx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
-		VALUES (?, ?, ?, ?, ?) RETURNING id`, sid, msgID, d.Task, d.ID, now).Scan(&ref.ID)
-	return ref, err
+	if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+		VALUES (?, ?, ?, ?, ?)`, sid, wrapper.ID, d.Task, d.ID, now); err != nil {
+		return gateway.TurnRef{}, err
+	}
+	cached := cachedTurn{ref: ref, message: wrapper, text: d.Task, delegation: d.ID}
+	tx.onStored(func() { tx.s.recent.addTurn(cached) })
+	return ref, nil
 }
 
 func updateDelegation(ctx context.Context, tx *txn, u gateway.DelegationUpdate, now int64) error {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -104,13 +105,21 @@ func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message) 
 	if conv != 0 {
 		convArg = conv
 	}
-	var id int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
+	return insertID(tx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
 		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
-		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID).Scan(&id)
-	return id, err
+		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID)
+}
+
+// insertID runs an INSERT and returns the new row's ID. (RETURNING would
+// do, at the cost of a temporary table per statement.)
+func insertID(tx *txn, q string, args ...any) (int64, error) {
+	res, err := tx.c.exec(q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // ensureSession returns the session's ID, creating it if absent.
@@ -126,7 +135,10 @@ func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int6
 		ON CONFLICT (bot, scope, scope_id) DO UPDATE SET updated_at = excluded.updated_at
 		RETURNING id`, uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at, at).Scan(&id)
 	if err == nil {
-		tx.onStored(func() { tx.s.ids.sessions.Store(key, id) })
+		tx.onStored(func() {
+			tx.s.ids.sessions.Store(key, id)
+			tx.s.recent.touched(id, at)
+		})
 	}
 	return id, err
 }
@@ -137,22 +149,6 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 	var res gateway.InboundResult
 	err := s.txIntake(ctx, func(tx *txn) error {
 		res = gateway.InboundResult{}
-		var dup int64
-		err := tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
-			WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
-			ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&dup)
-		if err == nil {
-			res.Duplicate = true
-			if res.Message, err = loadMessage(ctx, tx, dup); err == nil && in.OnStored != nil {
-				stored := res
-				tx.onStored(func() { in.OnStored(stored) })
-			}
-			return err
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-
 		at := micros(ev.Time)
 		conv, _, err := ensureConversation(ctx, tx, ev.Platform, ev.ChatID, ev.Bot, ev.ChatType, ev.ChatName, at)
 		if err != nil {
@@ -185,17 +181,27 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 		if m.ID, err = insertMessage(ctx, tx, conv, m); err != nil {
 			return err
 		}
-		res.Message = m
-		if _, err := tx.ExecContext(ctx, `INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
-			VALUES (?, ?, ?, ?, ?)`, ev.Platform, ev.Bot, ev.ChatID, ev.MessageID, m.ID); err != nil {
+		// The dedupe key is claimed after the message is written: one
+		// statement instead of a lookup and an insert. A duplicate (rare:
+		// a platform re-sending, a widget retrying) takes the message
+		// back and answers with the one stored first.
+		key, err := tx.ExecContext(ctx, `INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, ev.Platform, ev.Bot, ev.ChatID, ev.MessageID, m.ID)
+		if err != nil {
 			return err
 		}
+		if n, err := key.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return duplicate(ctx, tx, &res, in, m.ID)
+		}
+		res.Message = m
 		for _, t := range in.Turns {
 			sid, err := ensureSession(ctx, tx, t.Session, at)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`, sid, m.ID); err != nil {
+			if err := linkMessage(ctx, tx, sid, m, true); err != nil {
 				return err
 			}
 			ref := gateway.TurnRef{SessionID: sid}
@@ -204,11 +210,13 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 				ref.After = res.Turns[n-1].ID
 				after = ref.After
 			}
-			if err := tx.QueryRowContext(ctx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
-				VALUES (?, ?, ?, ?, ?) RETURNING id`, sid, m.ID, t.Text, after, at).Scan(&ref.ID); err != nil {
+			if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
+				VALUES (?, ?, ?, ?, ?)`, sid, m.ID, t.Text, after, at); err != nil {
 				return err
 			}
 			res.Turns = append(res.Turns, ref)
+			cached := cachedTurn{ref: ref, message: m, text: t.Text}
+			tx.onStored(func() { s.recent.addTurn(cached) })
 		}
 		if in.OnStored != nil {
 			stored := res
@@ -222,13 +230,49 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 	return res, nil
 }
 
+// duplicate answers AppendInbound for a message stored before: it deletes
+// the copy just written (msgID) and returns the first.
+func duplicate(ctx context.Context, tx *txn, res *gateway.InboundResult, in gateway.Inbound, msgID int64) error {
+	ev := in.Event
+	if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, msgID); err != nil {
+		return err
+	}
+	var first int64
+	if err := tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
+		WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
+		ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first); err != nil {
+		return err
+	}
+	m, err := loadMessage(ctx, tx, first)
+	if err != nil {
+		return err
+	}
+	*res = gateway.InboundResult{Duplicate: true, Message: m}
+	if in.OnStored != nil {
+		stored := *res
+		tx.onStored(func() { in.OnStored(stored) })
+	}
+	return nil
+}
+
 // BotOfMessage implements gateway.Store.
 func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsgID string) (string, bool, error) {
 	var bot string
-	err := s.queryRow(ctx, `SELECT m.bot FROM conversations c
+	q := `SELECT m.bot FROM conversations c
 		JOIN platform_ids p ON p.conversation_id = c.id JOIN messages m ON m.id = p.message_id
-		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND p.platform_msg_id = ? AND m.from_kind = 'bot'`,
-		platform, chatID, platformMsgID).Scan(&bot)
+		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND p.platform_msg_id = ? AND m.from_kind = 'bot'`
+	var arg any = platformMsgID
+	if platform == gateway.PlatformWeb {
+		// The web names messages by Switchboard's own IDs.
+		id, err := strconv.ParseInt(platformMsgID, 10, 64)
+		if err != nil {
+			return "", false, nil
+		}
+		q = `SELECT m.bot FROM conversations c JOIN messages m ON m.conversation_id = c.id
+			WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.id = ? AND m.from_kind = 'bot'`
+		arg = id
+	}
+	err := s.queryRow(ctx, q, platform, chatID, arg).Scan(&bot)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -238,14 +282,19 @@ func (s *SQLite) BotOfMessage(ctx context.Context, platform, chatID, platformMsg
 	return bot, true, nil
 }
 
+const lastPrivateChatQuery = `SELECT c.platform, c.chat_id
+	FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+	JOIN conversations c ON c.id = m.conversation_id
+	WHERE sm.session_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
+	ORDER BY sm.message_id DESC LIMIT 1`
+
 // LastPrivateChat implements gateway.Store.
 func (s *SQLite) LastPrivateChat(ctx context.Context, sessionID string) (gateway.ChatRef, bool, error) {
+	if c, found, ok := s.recent.lastPrivate(sessionID); ok {
+		return c, found, nil
+	}
 	var c gateway.ChatRef
-	err := s.queryRow(ctx, `SELECT c.platform, c.chat_id
-		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-		JOIN conversations c ON c.id = m.conversation_id
-		WHERE sm.session_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
-		ORDER BY sm.message_id DESC LIMIT 1`, sessionID).Scan(&c.Platform, &c.ChatID)
+	err := s.queryRow(ctx, lastPrivateChatQuery, sessionID).Scan(&c.Platform, &c.ChatID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}

@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+	sqlite3 "github.com/mattn/go-sqlite3" // also the database/sql driver "sqlite3"
 
 	"github.com/switchboard-chat/switchboard/gateway"
 )
@@ -29,20 +31,33 @@ var migrations embed.FS
 // cheaper than busy-waiting in SQLite); reads use a small pool that runs
 // alongside thanks to WAL.
 type SQLite struct {
-	w     *sql.DB
+	w *sql.DB
+	// wc is the writer connection, held by the store for its lifetime and
+	// used by the committer below database/sql (see conn).
+	wc    *sql.Conn
+	wconn conn
 	r     *sql.DB
-	stmts stmtCache
-	ids   idCache
+	// ck is the checkpointer's connection; commits counts commits for it.
+	ck      *sql.DB
+	commits atomic.Int64
+	stmts   stmtCache
+	ids     idCache
+	recent  recent
 
 	// Writes go to one committer goroutine, which runs whatever is waiting
-	// in one transaction (group commit), each write in its own savepoint
-	// so one failure does not fail the others.
+	// in one transaction (group commit); see runBatch for how one failure
+	// is kept from failing the others.
 	writes chan writeReq
 	// intake carries new inbound messages, which wait behind everything
 	// else: under a burst, replies to what is already stored go first.
 	intake chan writeReq
-	quit   chan struct{}
-	loop   sync.WaitGroup
+	// lazy writes wait for the next batch (see txLazy); lazyQueued
+	// tells the committer one is waiting.
+	lazyMu     sync.Mutex
+	lazy       []writeReq
+	lazyQueued chan struct{}
+	quit       chan struct{}
+	loop       sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
@@ -60,7 +75,18 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	q.Set("_busy_timeout", "5000")
 	q.Set("_foreign_keys", "on")
 	q.Set("_synchronous", "NORMAL")
+	q.Set("_cache_size", "-32768")
 	q.Set("_txlock", "immediate")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		db, err := sql.Open("sqlite3", "file:"+path)
+		if err == nil {
+			_, err = db.Exec("PRAGMA page_size = 1024; PRAGMA journal_mode = WAL")
+			db.Close()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	dsn := "file:" + path + "?" + q.Encode()
 	w, err := sql.Open("sqlite3", dsn)
 	if err != nil {
@@ -68,25 +94,84 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{w: w}
-	if err := s.migrate(ctx); err != nil {
+	wc, err := w.Conn(ctx)
+	if err != nil {
 		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &SQLite{w: w, wc: wc, wconn: conn{stmts: make(map[string]*sqlite3.SQLiteStmt)}}
+	if err := s.migrate(ctx); err != nil {
+		s.closeWriter()
 		return nil, err
 	}
 	q.Set("mode", "ro")
 	q.Del("_txlock")
 	r, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
 	if err != nil {
-		w.Close()
+		s.closeWriter()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
 	s.r = r
+	// Checkpoints run beside the committer, on their own connection (see
+	// checkpointLoop); the writer's own automatic checkpoint stays as a
+	// backstop at a much larger WAL.
+	q.Del("mode")
+	ck, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		r.Close()
+		s.closeWriter()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	ck.SetMaxOpenConns(1)
+	s.ck = ck
+	if err := s.withConn(func(c *conn) error {
+		_, err := c.c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", backstopCheckpointPages), nil)
+		return err
+	}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	s.writes = make(chan writeReq)
 	s.intake = make(chan writeReq)
+	s.lazyQueued = make(chan struct{}, 1)
 	s.quit = make(chan struct{})
 	s.loop.Go(s.commitLoop)
+	s.loop.Go(s.checkpointLoop)
 	return s, nil
+}
+
+// Checkpoints copy the WAL back into the database file (and fsync it).
+// Left to SQLite, the committing connection runs one whenever the WAL
+// passes 1,000 pages — under load, every few commits, with every write
+// waiting behind it. Instead a separate connection runs a passive
+// checkpoint (which never blocks the writer) every checkpointEvery while
+// there are writes; the writer checkpoints itself only if the WAL grows
+// past backstopCheckpointPages regardless.
+const (
+	checkpointEvery         = 250 * time.Millisecond
+	backstopCheckpointPages = 16384 // 64 MiB of 4 KiB pages
+)
+
+// checkpointLoop runs passive checkpoints, and drops idle windows from
+// the recent cache, until Close.
+func (s *SQLite) checkpointLoop() {
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	var done int64
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		s.recent.sweep(time.Now())
+		if n := s.commits.Load(); n != done {
+			done = n
+			// A failure is left to the next tick and to the backstop.
+			s.ck.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+		}
+	}
 }
 
 // Close stops the committer and closes both connection pools. Calling it
@@ -98,16 +183,46 @@ func (s *SQLite) Close() error {
 			s.loop.Wait()
 		}
 		s.closeStmts()
-		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		var ckErr error
+		if s.ck != nil {
+			ckErr = s.ck.Close()
+		}
+		s.closeErr = errors.Join(s.r.Close(), ckErr, s.closeWriter())
 	})
 	return s.closeErr
+}
+
+// closeWriter finalizes the committer's statements and closes the writer.
+func (s *SQLite) closeWriter() error {
+	s.withConn(func(c *conn) error {
+		c.closeStmts()
+		return nil
+	})
+	return errors.Join(s.wc.Close(), s.w.Close())
+}
+
+// withConn runs fn on the writer connection. Only the committer calls it
+// (and Open and Close, while there is no committer).
+func (s *SQLite) withConn(fn func(*conn) error) error {
+	return s.wc.Raw(func(dc any) error {
+		c, ok := dc.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("store: the writer connection is a %T", dc)
+		}
+		s.wconn.c = c
+		return fn(&s.wconn)
+	})
 }
 
 // migrate applies the embedded migrations newer than the database's
 // user_version, each in its own transaction.
 func (s *SQLite) migrate(ctx context.Context) error {
 	var version int
-	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+	err := s.withConn(func(c *conn) error {
+		r, err := c.query("PRAGMA user_version")
+		return row{r: r, err: err}.Scan(&version)
+	})
+	if err != nil {
 		return fmt.Errorf("store: read schema version: %w", err)
 	}
 	names, err := fs.Glob(migrations, "migrations/*.sql")
@@ -125,10 +240,10 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		}
 		err = s.tx(ctx, func(tx *txn) error {
 			// A migration holds several statements: run it unprepared.
-			if _, err := tx.tx.ExecContext(ctx, string(body)); err != nil {
+			if _, err := tx.c.c.Exec(string(body), nil); err != nil {
 				return err
 			}
-			_, err := tx.tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
+			_, err := tx.c.c.Exec(fmt.Sprintf("PRAGMA user_version = %d", i+1), nil)
 			return err
 		})
 		if err != nil {
@@ -150,7 +265,8 @@ var errClosed = errors.New("store: closed")
 
 // tx runs fn in a write transaction: all of fn or none of it is stored
 // when tx returns. fn may share its transaction with other writes (group
-// commit); it must not keep state across calls, as it runs once.
+// commit) and may be run twice (see runBatch): it must set its results
+// afresh on each run and act on the outside only through onStored.
 func (s *SQLite) tx(ctx context.Context, fn func(*txn) error) error {
 	return s.write(ctx, fn, s.writes)
 }
@@ -179,20 +295,39 @@ func (s *SQLite) write(ctx context.Context, fn func(*txn) error, queue chan writ
 
 // commitLoop runs queued writes in batches until Close.
 func (s *SQLite) commitLoop() {
+	// lazyDue fires lazyWait after a lazy write was queued with nothing
+	// else to commit it with.
+	lazyDue := time.NewTimer(lazyWait)
+	lazyDue.Stop()
+	armed := false
 	for {
-		var first writeReq
+		var batch []writeReq
 		select {
-		case first = <-s.writes:
+		case r := <-s.writes:
+			batch = append(batch, r)
 		default:
 			select {
-			case first = <-s.writes:
-			case first = <-s.intake:
+			case r := <-s.writes:
+				batch = append(batch, r)
+			case r := <-s.intake:
+				batch = append(batch, r)
+			case <-s.lazyQueued:
+				if !armed {
+					lazyDue.Reset(lazyWait)
+					armed = true
+				}
+				continue
+			case <-lazyDue.C:
+				armed = false
 			case <-s.quit:
+				if lazy := s.takeLazy(); len(lazy) > 0 {
+					s.runBatch(lazy)
+				}
 				return
 			}
 		}
-		batch := []writeReq{first}
-		// Fill the batch with what waits, completions before intake.
+		// Fill the batch with what waits, completions before intake, and
+		// the lazy writes last.
 		for _, q := range []chan writeReq{s.writes, s.intake} {
 		gather:
 			for len(batch) < maxBatch {
@@ -204,48 +339,116 @@ func (s *SQLite) commitLoop() {
 				}
 			}
 		}
-		s.runBatch(batch)
+		if lazy := s.takeLazy(); len(lazy) > 0 {
+			batch = append(batch, lazy...)
+			lazyDue.Stop()
+			armed = false
+		}
+		if len(batch) > 0 {
+			s.runBatch(batch)
+		}
 	}
 }
 
-// runBatch commits a batch of writes in one transaction.
-func (s *SQLite) runBatch(batch []writeReq) {
-	ctx := context.Background()
-	errs := make([]error, len(batch))
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		for _, r := range batch {
-			r.done <- err
-		}
-		return
+// lazyWait bounds how long a lazy write waits for other writes to share
+// its commit.
+const lazyWait = 50 * time.Millisecond
+
+// txLazy queues fn as a lazy write: it runs with the next batch, or on
+// its own after lazyWait, and no one waits for it. A lazy write that
+// fails is dropped; it must be one whose loss costs no more than work done
+// again (such as a delivery mark: the message is sent again after a
+// restart).
+func (s *SQLite) txLazy(fn func(*txn) error) error {
+	s.lazyMu.Lock()
+	select {
+	case <-s.quit:
+		s.lazyMu.Unlock()
+		return errClosed
+	default:
 	}
-	hooks := make([][]func(), len(batch))
-	for i, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			errs[i] = err
-			continue
+	s.lazy = append(s.lazy, writeReq{ctx: context.Background(), fn: fn})
+	s.lazyMu.Unlock()
+	select {
+	case s.lazyQueued <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// takeLazy returns the queued lazy writes and empties the queue.
+func (s *SQLite) takeLazy() []writeReq {
+	s.lazyMu.Lock()
+	defer s.lazyMu.Unlock()
+	lazy := s.lazy
+	s.lazy = nil
+	return lazy
+}
+
+// runBatch commits a batch of writes in one transaction. The batch is run
+// optimistically, without a savepoint per write (a savepoint costs two
+// statements per write); if any write fails, the transaction is rolled
+// back and every write is run again in its own transaction, so a failure
+// is its write's alone. A write therefore runs at most twice.
+func (s *SQLite) runBatch(batch []writeReq) {
+	if len(batch) > 1 {
+		if errs, hooks, ok := s.tryBatch(batch); ok {
+			s.finish(batch, errs, hooks)
+			return
 		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-			errs[i] = err
-			continue
+	}
+	for _, r := range batch {
+		one := []writeReq{r}
+		errs, hooks, _ := s.tryBatch(one)
+		s.finish(one, errs, hooks)
+	}
+}
+
+// tryBatch runs the writes of batch in one transaction and commits it. ok
+// is false when a write or the commit failed and the transaction was
+// rolled back; a write whose caller has gone is skipped, not failed.
+func (s *SQLite) tryBatch(batch []writeReq) (errs []error, hooks [][]func(), ok bool) {
+	errs = make([]error, len(batch))
+	hooks = make([][]func(), len(batch))
+	err := s.withConn(func(c *conn) error {
+		if _, err := c.exec("BEGIN IMMEDIATE"); err != nil {
+			return err
 		}
-		t := &txn{tx: tx, s: s}
-		if errs[i] = r.fn(t); errs[i] != nil {
-			tx.ExecContext(ctx, "ROLLBACK TO w")
-		} else {
+		for i, r := range batch {
+			if err := r.ctx.Err(); err != nil {
+				errs[i] = err
+				continue
+			}
+			t := &txn{c: c, s: s}
+			if err := r.fn(t); err != nil {
+				errs[i] = err
+				c.exec("ROLLBACK")
+				return err
+			}
 			hooks[i] = t.stored
 		}
-		tx.ExecContext(ctx, "RELEASE w")
-	}
-	if err := tx.Commit(); err != nil {
+		if _, err := c.exec("COMMIT"); err != nil {
+			c.exec("ROLLBACK") // in case the failed commit left it open
+			return err
+		}
+		s.commits.Add(1)
+		return nil
+	})
+	if err != nil {
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
+		return errs, hooks, false
 	}
-	// Callbacks run here, on the committer, so they see writes in the
-	// order they were stored.
+	return errs, hooks, true
+}
+
+// finish runs the stored callbacks of the writes that committed and
+// answers every caller. Callbacks run here, on the committer, so they see
+// writes in the order they were stored.
+func (s *SQLite) finish(batch []writeReq, errs []error, hooks [][]func()) {
 	for i := range batch {
 		if errs[i] == nil {
 			for _, fn := range hooks[i] {
@@ -253,29 +456,20 @@ func (s *SQLite) runBatch(batch []writeReq) {
 			}
 		}
 	}
-	s.prepPending(ctx)
 	for i, r := range batch {
-		r.done <- errs[i]
+		if r.done != nil { // nil for lazy writes
+			r.done <- errs[i]
+		}
 	}
 }
 
-// txNow runs fn in its own transaction, on the caller's goroutine.
+// txNow runs fn in its own transaction on the caller's goroutine: while
+// opening, before the committer runs.
 func (s *SQLite) txNow(ctx context.Context, fn func(*txn) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	t := &txn{tx: tx, s: s}
-	err = fn(t)
-	if err != nil {
-		tx.Rollback()
-	} else if err = tx.Commit(); err == nil {
-		for _, fn := range t.stored {
-			fn()
-		}
-	}
-	s.prepPending(ctx)
-	return err
+	one := []writeReq{{ctx: ctx, fn: fn, done: make(chan error, 1)}}
+	errs, hooks, _ := s.tryBatch(one)
+	s.finish(one, errs, hooks)
+	return <-one[0].done
 }
 
 // Secret implements gateway.Store.

@@ -50,8 +50,8 @@ func TestOpenSetsPragmasAndMigratesOnce(t *testing.T) {
 	var version int
 	db.QueryRow("PRAGMA journal_mode").Scan(&mode)
 	db.QueryRow("PRAGMA user_version").Scan(&version)
-	if mode != "wal" || version != 4 {
-		t.Errorf("journal_mode=%s user_version=%d; want wal, 4", mode, version)
+	if mode != "wal" || version != 5 {
+		t.Errorf("journal_mode=%s user_version=%d; want wal, 5", mode, version)
 	}
 }
 
@@ -99,7 +99,7 @@ func TestCompleteTurnIsIdempotent(t *testing.T) {
 	c := gateway.Completion{
 		Turn: turn, Session: turn.SessionID, ResumeID: "resume-1",
 		Posts: []gateway.Post{{Session: turn.SessionID, Message: gateway.Message{
-			Platform: "web", ChatID: "lobby", ChatType: gateway.ChatGroup, Kind: gateway.KindChat,
+			Platform: "telegram", ChatID: "lobby", ChatType: gateway.ChatGroup, Kind: gateway.KindChat,
 			From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, Bot: "matty", Text: "hello Ann", Time: time.Now(),
 		}}},
 		Artifacts: []gateway.ArtifactRecord{{ID: "art-1", Name: "a.txt", MediaType: "text/plain", Size: 1, SHA256: "x", Producer: "matty", Content: []byte("a")}},
@@ -128,7 +128,7 @@ func TestCompleteTurnIsIdempotent(t *testing.T) {
 	if err := s.MarkSent(ctx, pending[0].OutboxID, "42"); err != nil {
 		t.Fatal(err)
 	}
-	if bot, ok, _ := s.BotOfMessage(ctx, "web", "lobby", "42"); !ok || bot != "matty" {
+	if bot, ok, _ := s.BotOfMessage(ctx, "telegram", "lobby", "42"); !ok || bot != "matty" {
 		t.Errorf("bot of message 42 = %q, %v", bot, ok)
 	}
 	if pending, _ := s.PendingOutbox(ctx); len(pending) != 0 {

@@ -7,7 +7,8 @@ import (
 )
 
 // Statements are prepared once per pool and reused: preparing a statement
-// costs SQLite more than running most of ours.
+// costs SQLite more than running most of ours. These are the readers'; the
+// committer keeps its own (see conn).
 
 // stmtKey names a statement of one pool.
 type stmtKey struct {
@@ -19,10 +20,6 @@ type stmtKey struct {
 type stmtCache struct {
 	mu    sync.Mutex
 	stmts map[stmtKey]*sql.Stmt
-	// later are writer statements first met inside a transaction: they
-	// cannot be prepared then (the transaction holds the only writer
-	// connection), so they run unprepared once and are prepared after it.
-	later map[string]bool
 }
 
 // cached returns the prepared statement for query on db, if any.
@@ -34,8 +31,7 @@ func (s *SQLite) cached(db *sql.DB, query string) (*sql.Stmt, bool) {
 }
 
 // prep returns the prepared statement for query on db, preparing it on
-// first use. It must not be called for the writer pool inside a
-// transaction.
+// first use.
 func (s *SQLite) prep(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
 	if st, ok := s.cached(db, query); ok {
 		return st, nil
@@ -57,31 +53,6 @@ func (s *SQLite) prep(ctx context.Context, db *sql.DB, query string) (*sql.Stmt,
 	}
 	s.stmts.stmts[stmtKey{db, query}] = st
 	return st, nil
-}
-
-// prepLater notes a writer statement to prepare after the transaction.
-func (s *SQLite) prepLater(query string) {
-	s.stmts.mu.Lock()
-	defer s.stmts.mu.Unlock()
-	if s.stmts.later == nil {
-		s.stmts.later = make(map[string]bool)
-	}
-	s.stmts.later[query] = true
-}
-
-// prepPending prepares the writer statements noted by prepLater. It is
-// called outside transactions.
-func (s *SQLite) prepPending(ctx context.Context) {
-	s.stmts.mu.Lock()
-	var qs []string
-	for q := range s.stmts.later {
-		qs = append(qs, q)
-	}
-	s.stmts.later = nil
-	s.stmts.mu.Unlock()
-	for _, q := range qs {
-		s.prep(ctx, s.w, q) // a failure here just leaves it unprepared
-	}
 }
 
 // closeStmts releases every prepared statement.
@@ -112,24 +83,15 @@ func (s *SQLite) queryRow(ctx context.Context, q string, args ...any) scanner {
 	return st.QueryRowContext(ctx, args...)
 }
 
-// exec runs a single write outside a transaction.
-func (s *SQLite) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	st, err := s.prep(ctx, s.w, q)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
 // errRow is a row whose query could not be prepared.
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// txn is a write transaction whose statements come from the cache.
+// txn is a write transaction on the committer's connection.
 type txn struct {
-	tx *sql.Tx
-	s  *SQLite
+	c *conn
+	s *SQLite
 	// stored are callbacks to run, in order, once the transaction commits.
 	stored []func()
 }
@@ -138,36 +100,24 @@ type txn struct {
 func (t *txn) onStored(fn func()) { t.stored = append(t.stored, fn) }
 
 // A statement in a shared transaction must not be interrupted by its
-// caller's context: go-sqlite3 interrupts the connection, which rolls back
-// the whole transaction — the other writes of the batch with it. The
-// committer checks each caller's context before running its write.
+// caller's context: an interrupted statement rolls back the whole
+// transaction, the other writes of the batch with it. So statements run
+// without the caller's context; the committer checks each caller's
+// context before running its write. The ctx parameters are kept for the
+// shape of database/sql's methods.
 
 // ExecContext runs a statement in the transaction.
-func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	ctx = context.WithoutCancel(ctx)
-	if st, ok := t.s.cached(t.s.w, q); ok {
-		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	}
-	t.s.prepLater(q)
-	return t.tx.ExecContext(ctx, q, args...)
+func (t *txn) ExecContext(_ context.Context, q string, args ...any) (sql.Result, error) {
+	return t.c.exec(q, args...)
 }
 
 // QueryRowContext runs a one-row query in the transaction.
-func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) scanner {
-	ctx = context.WithoutCancel(ctx)
-	if st, ok := t.s.cached(t.s.w, q); ok {
-		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
-	}
-	t.s.prepLater(q)
-	return t.tx.QueryRowContext(ctx, q, args...)
+func (t *txn) QueryRowContext(_ context.Context, q string, args ...any) scanner {
+	r, err := t.c.query(q, args...)
+	return row{r: r, err: err}
 }
 
 // QueryContext runs a query in the transaction.
-func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	ctx = context.WithoutCancel(ctx)
-	if st, ok := t.s.cached(t.s.w, q); ok {
-		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
-	}
-	t.s.prepLater(q)
-	return t.tx.QueryContext(ctx, q, args...)
+func (t *txn) QueryContext(_ context.Context, q string, args ...any) (*rows, error) {
+	return t.c.query(q, args...)
 }

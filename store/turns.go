@@ -35,6 +35,31 @@ func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
 
 // LoadTurn implements gateway.Store.
 func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
+	s.recent.want(historyLimit)
+	for range 2 {
+		d, delegation, st := s.recent.turn(turnID, historyLimit)
+		if st == turnHit {
+			if delegation != "" {
+				del, err := s.GetDelegation(ctx, delegation)
+				if err != nil {
+					return d, fmt.Errorf("store: load turn %d: %w", turnID, err)
+				}
+				d.Delegation = &del
+			}
+			return d, nil
+		}
+		if st == turnMissing {
+			break
+		}
+		if err := s.loadWindow(ctx, d.Ref.SessionID); err != nil {
+			return d, fmt.Errorf("store: load turn %d: %w", turnID, err)
+		}
+	}
+	return s.loadTurn(ctx, turnID, historyLimit)
+}
+
+// loadTurn is LoadTurn from SQLite.
+func (s *SQLite) loadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
 	var d gateway.TurnData
 	var delegation sql.NullString
 	// The turn, its session and its message in one read.
@@ -112,16 +137,28 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 		// A completion without a turn settles a delegation (after a
 		// restart); it has no turn to check or close.
 		var delegation sql.NullString
+		now := micros(timeNow())
 		if c.Turn.ID != 0 {
-			var status string
-			if err := tx.QueryRowContext(ctx, `SELECT status, delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status, &delegation); err != nil {
-				return notFound(err)
+			// Closed first: a turn already done (or unknown) writes
+			// nothing more. (turns.reply_id is no longer written: nothing
+			// read it, and it cost a statement per turn.)
+			res, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'done', done_at = ? WHERE id = ? AND status = 'pending'`, now, c.Turn.ID)
+			if err != nil {
+				return err
 			}
-			if status != "pending" {
-				return nil
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				var status string
+				return notFound(tx.QueryRowContext(ctx, `SELECT status FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status))
+			}
+			if len(c.Artifacts) > 0 {
+				// Artifacts belong to the turn's delegation too.
+				if err := tx.QueryRowContext(ctx, `SELECT delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&delegation); err != nil {
+					return err
+				}
 			}
 		}
-		now := micros(timeNow())
 		// Hand-offs first, so the posts that mention them can carry their
 		// status.
 		for _, d := range c.Delegations {
@@ -133,14 +170,12 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 				out.Turns = append(out.Turns, ref)
 			}
 		}
-		var replyID any
 		for i, p := range c.Posts {
 			o, err := post(ctx, tx, p, now)
 			if err != nil {
 				return err
 			}
 			if i == 0 {
-				replyID = o.MessageID
 				if err := insertArtifacts(ctx, tx, c.Artifacts, o.MessageID, delegation.String, now); err != nil {
 					return err
 				}
@@ -177,15 +212,20 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 		if c.Turn.ID == 0 {
 			return nil
 		}
+		// A session's updated_at moves with every turn, but is written at
+		// most once a second: a busy session would otherwise update its
+		// row with every message.
+		touch := c.ResumeID != "" || s.recent.stale(c.Session, now)
+		tx.onStored(func() { s.recent.doneTurn(c.Turn.ID, c.Session, c.ResumeID, now, touch) })
 		if c.ResumeID != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET resume_id = ?, updated_at = ? WHERE id = ?`, c.ResumeID, now, c.Session); err != nil {
-				return err
-			}
-		} else if _, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, c.Session); err != nil {
+			_, err := tx.ExecContext(ctx, `UPDATE sessions SET resume_id = ?, updated_at = ? WHERE id = ?`, c.ResumeID, now, c.Session)
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'done', reply_id = ?, done_at = ? WHERE id = ?`, replyID, now, c.Turn.ID)
-		return err
+		if touch {
+			_, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, c.Session)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return gateway.Completed{}, fmt.Errorf("store: complete turn %d: %w", c.Turn.ID, err)
@@ -209,7 +249,8 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 		return gateway.Outbound{}, err
 	}
 	if p.Session != "" {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`, p.Session, id); err != nil {
+		m.ID = id
+		if err := linkMessage(ctx, tx, p.Session, m, false); err != nil {
 			return gateway.Outbound{}, err
 		}
 	}
@@ -217,8 +258,8 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 		MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
 		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
 	}
-	if err := tx.QueryRowContext(ctx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, id, m.Platform, m.Bot, m.ChatID, now, now).Scan(&o.OutboxID); err != nil {
+	if o.OutboxID, err = insertID(tx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, id, m.Platform, m.Bot, m.ChatID, now, now); err != nil {
 		return gateway.Outbound{}, err
 	}
 	if m.DelegationID != "" {
@@ -231,12 +272,13 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 
 // note stores a session-only message.
 func note(ctx context.Context, tx *txn, n gateway.Note) error {
-	id, err := insertMessage(ctx, tx, 0, n.Message)
+	m := n.Message
+	id, err := insertMessage(ctx, tx, 0, m)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`, n.Session, id)
-	return err
+	m.ID = id
+	return linkMessage(ctx, tx, n.Session, m, false)
 }
 
 func insertArtifacts(ctx context.Context, tx *txn, arts []gateway.ArtifactRecord, msgID int64, delegation string, now int64) error {
@@ -258,6 +300,10 @@ func insertArtifacts(ctx context.Context, tx *txn, arts []gateway.ArtifactRecord
 
 // PendingOutbox implements gateway.Store.
 func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) {
+	// Delivery marks still waiting to be committed go first.
+	if err := s.tx(ctx, func(*txn) error { return nil }); err != nil {
+		return nil, fmt.Errorf("store: pending outbox: %w", err)
+	}
 	rows, err := s.query(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`
 		FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE o.status = 'pending' ORDER BY o.id`)
@@ -297,9 +343,16 @@ func (p prefixScanner) Scan(dest ...any) error {
 }
 
 // MarkSent implements gateway.Store. The platform's message ID is copied to
-// the message so replies to it can be traced back to the bot.
+// the message so replies to it can be traced back to the bot: that write
+// is durable when MarkSent returns. A bare mark (no platform ID, as from
+// the web) is a lazy write, sharing the commit of whatever is written
+// next instead of costing one of its own.
 func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {
-	err := s.tx(ctx, func(tx *txn) error {
+	write := s.txLazy
+	if platformMsgID != "" {
+		write = func(fn func(*txn) error) error { return s.tx(ctx, fn) }
+	}
+	err := write(func(tx *txn) error {
 		now := micros(timeNow())
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
 			platformMsgID, now, outboxID); err != nil {
@@ -341,8 +394,11 @@ func addPlatformID(ctx context.Context, tx *txn, outboxID int64, platformMsgID s
 
 // MarkAttempt implements gateway.Store.
 func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string) error {
-	_, err := s.exec(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
-		reason, micros(timeNow()), outboxID)
+	err := s.tx(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
+			reason, micros(timeNow()), outboxID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store: mark attempt: %w", err)
 	}
@@ -351,8 +407,11 @@ func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string)
 
 // MarkFailed implements gateway.Store.
 func (s *SQLite) MarkFailed(ctx context.Context, outboxID int64, reason string) error {
-	_, err := s.exec(ctx, `UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
-		reason, micros(timeNow()), outboxID)
+	err := s.tx(ctx, func(tx *txn) error {
+		_, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
+			reason, micros(timeNow()), outboxID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store: mark failed: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,7 +265,9 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) 
 	if sent == 0 && !group {
 		return "", gateway.ErrUnreachable
 	}
-	return strconv.FormatInt(m.MessageID, 10), nil
+	// The widget knows messages by their Switchboard IDs: there is no
+	// other ID to record.
+	return "", nil
 }
 
 // PrivateChat implements gateway.PrivateChatter: a web visitor's chat with

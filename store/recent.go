@@ -1,0 +1,335 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// The pipeline reads back, for every turn, what it has just written: the
+// turn's message and session, and the session's latest messages. recent
+// keeps those in memory, so a turn is loaded without touching SQLite.
+//
+// It is a write-through cache filled only by stored callbacks, which run
+// on the committer in commit order; message IDs grow in that order, so a
+// session's window stays sorted by appending. A window is (re)loaded
+// through the committer too (loadWindow), so no write can slip between its
+// read and its installation. Anything it does not hold is read from
+// SQLite as before: after a restart, for old sessions, for turns queued by
+// a retry.
+
+// Bounds of the cache.
+const (
+	// recentSessions is how many session windows are kept (least recently
+	// used go first).
+	recentSessions = 4096
+	// recentIdle is how long a window is kept unused. The cache is for
+	// sessions busy enough for reads to matter; a quiet session's next
+	// message reloads its window.
+	recentIdle = 10 * time.Second
+	// recentTurns bounds the pending turns kept; turns over it are loaded
+	// from SQLite.
+	recentTurns = 1 << 16
+	// windowSlack is how many messages a window keeps beyond the largest
+	// history asked for, so later messages queued in the session (which a
+	// turn's history skips) do not force a reload.
+	windowSlack = 8
+)
+
+type recent struct {
+	mu       sync.Mutex
+	turns    map[int64]cachedTurn
+	sessions map[string]*window
+	lru      list.List // of *window, most recently used first
+	// size is how many messages a window keeps: the largest history asked
+	// for plus windowSlack.
+	size int
+}
+
+// cachedTurn is a pending turn as its write stored it.
+type cachedTurn struct {
+	ref        gateway.TurnRef
+	message    gateway.Message
+	text       string
+	delegation string
+}
+
+// window is the latest messages of one session, oldest first, and its row.
+type window struct {
+	id      string
+	session gateway.Session
+	msgs    []gateway.Message
+	// complete is set when msgs is the session's whole history.
+	complete bool
+	// private is the private chat where a person last wrote in the
+	// session, if hasPrivate (see SQLite.LastPrivateChat).
+	private    gateway.ChatRef
+	hasPrivate bool
+	elem       *list.Element
+	used       time.Time
+}
+
+// use marks w as just used. r.mu is held.
+func (r *recent) use(w *window) {
+	w.used = time.Now()
+	r.lru.MoveToFront(w.elem)
+}
+
+// sweep drops the windows unused for recentIdle.
+func (r *recent) sweep(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e := r.lru.Back(); e != nil; e = r.lru.Back() {
+		w := e.Value.(*window)
+		if now.Sub(w.used) < recentIdle {
+			return
+		}
+		r.lru.Remove(e)
+		delete(r.sessions, w.id)
+	}
+}
+
+// windowStatus says what turn found.
+type windowStatus int
+
+const (
+	turnMissing   windowStatus = iota // not cached: read SQLite
+	windowMissing                     // the turn is cached, its session's window is not (or is too short)
+	turnHit
+)
+
+// addTurn remembers a pending turn.
+func (r *recent) addTurn(t cachedTurn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.turns == nil {
+		r.turns = make(map[int64]cachedTurn)
+	}
+	if len(r.turns) < recentTurns {
+		// As SQLite gives them back: UTC microseconds, mentions split
+		// from one space-joined column.
+		t.message.Time = fromMicros(micros(t.message.Time))
+		if len(t.message.Mentions) > 0 {
+			t.message.Mentions = strings.Split(strings.Join(t.message.Mentions, " "), " ")
+		}
+		r.turns[t.ref.ID] = t
+	}
+}
+
+// doneTurn forgets a completed turn and notes its session's new state;
+// touched says the session's updated_at was written.
+func (r *recent) doneTurn(turnID int64, session, resumeID string, at int64, touched bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.turns, turnID)
+	if w, ok := r.sessions[session]; ok {
+		if resumeID != "" {
+			w.session.ResumeID = resumeID
+		}
+		if touched {
+			w.session.UpdatedAt = fromMicros(at)
+		}
+	}
+}
+
+// touchEvery is how often a session's updated_at is written at most.
+const touchEvery = time.Second
+
+// stale says whether a session's updated_at is older than touchEvery at
+// at (true when the session has no window: its row is not known).
+func (r *recent) stale(session string, at int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.sessions[session]
+	return !ok || fromMicros(at).Sub(w.session.UpdatedAt) >= touchEvery
+}
+
+// touched notes that a session's row was written at at.
+func (r *recent) touched(session string, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.sessions[session]; ok {
+		w.session.UpdatedAt = fromMicros(at)
+	}
+}
+
+// appendMessage adds a message just linked to a session to its window, if
+// the session has one.
+func (r *recent) appendMessage(session string, m gateway.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.sessions[session]
+	if !ok {
+		return
+	}
+	if n := len(w.msgs); n > 0 && w.msgs[n-1].ID >= m.ID {
+		return // already read by the window's own load
+	}
+	if m.From.Kind == "human" && m.ChatType == gateway.ChatPrivate && m.Platform != "" {
+		w.private = gateway.ChatRef{Platform: m.Platform, ChatID: m.ChatID, Type: gateway.ChatPrivate}
+		w.hasPrivate = true
+	}
+	r.use(w)
+	w.msgs = append(w.msgs, historyView(m))
+	if over := len(w.msgs) - r.size; over > 0 {
+		w.msgs = slices.Delete(w.msgs, 0, over)
+		w.complete = false
+	}
+}
+
+// install replaces a session's window with one just read.
+func (r *recent) install(w *window) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions == nil {
+		r.sessions = make(map[string]*window)
+	}
+	if old, ok := r.sessions[w.id]; ok {
+		r.lru.Remove(old.elem)
+	}
+	w.elem = r.lru.PushFront(w)
+	w.used = time.Now()
+	r.sessions[w.id] = w
+	for len(r.sessions) > recentSessions {
+		last := r.lru.Back()
+		r.lru.Remove(last)
+		delete(r.sessions, last.Value.(*window).id)
+	}
+}
+
+// lastPrivate is the private chat where a person last wrote in a session,
+// if the session has a window.
+func (r *recent) lastPrivate(session string) (c gateway.ChatRef, found, cached bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.sessions[session]
+	if !ok {
+		return c, false, false
+	}
+	return w.private, w.hasPrivate, true
+}
+
+// want grows the windows to hold a history of limit messages and returns
+// their new size.
+func (r *recent) want(limit int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.size = max(r.size, limit+windowSlack)
+	return r.size
+}
+
+// turn builds a turn's data from the cache. The history is the session's
+// last limit messages before the turn's message, and any later message
+// that is not a person's (see SQLite.history); delegation is the turn's
+// delegation ID, which the caller resolves.
+func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation string, st windowStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.turns[turnID]
+	if !ok {
+		return d, "", turnMissing
+	}
+	d.Ref, d.Message, d.Text = t.ref, t.message, t.text
+	w, ok := r.sessions[t.ref.SessionID]
+	if !ok {
+		return d, "", windowMissing
+	}
+	var hist []gateway.Message
+	if limit > 0 {
+		msgID := t.message.ID
+		for i := len(w.msgs) - 1; i >= 0 && len(hist) < limit; i-- {
+			m := w.msgs[i]
+			if m.ID == msgID || (m.ID > msgID && m.From.Kind == "human") {
+				continue
+			}
+			hist = append(hist, m)
+		}
+		if len(hist) < limit && !w.complete {
+			return d, "", windowMissing
+		}
+		slices.Reverse(hist)
+	}
+	r.lru.MoveToFront(w.elem)
+	d.Session, d.History = w.session, hist
+	return d, t.delegation, turnHit
+}
+
+// historyView is m as SQLite.history reads it: what a brain is shown.
+func historyView(m gateway.Message) gateway.Message {
+	return gateway.Message{ID: m.ID, Kind: m.Kind, From: m.From, UserID: m.UserID, Bot: m.Bot, Text: m.Text, Time: fromMicros(micros(m.Time))}
+}
+
+// loadWindow reads a session's row and latest messages and installs them
+// as its window. It runs on the committer, between writes, so every
+// message stored after the read is appended by its own callback.
+func (s *SQLite) loadWindow(ctx context.Context, session string) error {
+	size := s.recent.want(0)
+	return s.tx(ctx, func(tx *txn) error {
+		w := &window{id: session}
+		var created, updated int64
+		k := &w.session.Key
+		if err := tx.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at FROM sessions WHERE id = ?`, session).
+			Scan(&w.session.ID, &k.Bot, &k.Scope, &k.ScopeID, &w.session.ResumeID, &created, &updated); err != nil {
+			return notFound(err)
+		}
+		w.session.CreatedAt, w.session.UpdatedAt = fromMicros(created), fromMicros(updated)
+		rows, err := tx.QueryContext(ctx, `SELECT m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at
+			FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+			WHERE sm.session_id = ? ORDER BY sm.message_id DESC LIMIT ?`, session, size+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var m gateway.Message
+			var at int64
+			if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at); err != nil {
+				return err
+			}
+			m.Time = fromMicros(at)
+			w.msgs = append(w.msgs, m)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		w.complete = len(w.msgs) <= size
+		if !w.complete {
+			w.msgs = w.msgs[:size]
+		}
+		slices.Reverse(w.msgs)
+		err = tx.QueryRowContext(ctx, lastPrivateChatQuery, session).Scan(&w.private.Platform, &w.private.ChatID)
+		switch {
+		case err == nil:
+			w.private.Type, w.hasPrivate = gateway.ChatPrivate, true
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		tx.onStored(func() { s.recent.install(w) })
+		return nil
+	})
+}
+
+// linkMessage adds a stored message to a session's history (and, once
+// committed, to its window). With ignoreDup, a link that exists already is
+// left alone.
+func linkMessage(ctx context.Context, tx *txn, session string, m gateway.Message, ignoreDup bool) error {
+	q := `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`
+	if ignoreDup {
+		q = `INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`
+	}
+	res, err := tx.ExecContext(ctx, q, session, m.ID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err == nil && n > 0 {
+		tx.onStored(func() { tx.s.recent.appendMessage(session, m) })
+	}
+	return nil
+}
