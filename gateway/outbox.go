@@ -139,7 +139,7 @@ func (o *outbox) work(key laneKey, l *lane) {
 // recipient is unreachable (parked is then true and the entry stays
 // pending).
 func (o *outbox) deliver(m Outbound) (parked bool) {
-	log := o.log.With("outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot)
+	log := with(o.log, "outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot)
 	for {
 		p, ok := o.platform(m.Platform)
 		if !ok {
@@ -219,7 +219,7 @@ func (o *outbox) sendParts(p Platform, m *Outbound) (string, error) {
 	return id, nil
 }
 
-func (o *outbox) fail(log *slog.Logger, m Outbound, err error) {
+func (o *outbox) fail(log logger, m Outbound, err error) {
 	log.Error("delivery failed; kept in outbox as failed", "attempts", m.Attempt, "err", err)
 	if err := o.store.MarkFailed(o.ctx, m.OutboxID, err.Error()); err != nil {
 		log.Error("mark failed", "err", err)

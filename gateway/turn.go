@@ -15,8 +15,26 @@ import (
 	"github.com/switchboard-chat/switchboard/brains"
 )
 
-// logger is the gateway's structured logger.
-type logger = *slog.Logger
+// logger is a *slog.Logger with attributes for every record (see with).
+type logger struct {
+	base *slog.Logger
+	args []any
+}
+
+// with returns l's logger with args added to every record. Unlike
+// slog.Logger.With it formats nothing until a record is logged: With on
+// a text handler costs about as much as a message's trip through the
+// core, and these loggers are made for every turn and delivery.
+func with(l *slog.Logger, args ...any) logger { return logger{base: l, args: args} }
+
+func (l logger) all(args []any) []any {
+	return append(l.args[:len(l.args):len(l.args)], args...)
+}
+
+func (l logger) Debug(msg string, args ...any) { l.base.Debug(msg, l.all(args)...) }
+func (l logger) Info(msg string, args ...any)  { l.base.Info(msg, l.all(args)...) }
+func (l logger) Warn(msg string, args ...any)  { l.base.Warn(msg, l.all(args)...) }
+func (l logger) Error(msg string, args ...any) { l.base.Error(msg, l.all(args)...) }
 
 // A running turn shows the typing indicator once it has taken typingAfter
 // (a brain that answers at once shows none: no flicker, no wasted frame)
@@ -45,7 +63,7 @@ const (
 func (g *Gateway) runTurn(ref TurnRef) {
 	defer g.finished(ref.ID)
 	ctx := g.turnCtx
-	log := g.log.With("turn", ref.ID, "session", ref.SessionID)
+	log := with(g.log, "turn", ref.ID, "session", ref.SessionID)
 	if ref.After != 0 {
 		// Turn IDs only wait on smaller IDs and queues run in ID order, so
 		// the oldest pending turn never waits: no deadlock.

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -77,16 +76,6 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	q.Set("_synchronous", "NORMAL")
 	q.Set("_cache_size", "-32768")
 	q.Set("_txlock", "immediate")
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		db, err := sql.Open("sqlite3", "file:"+path)
-		if err == nil {
-			_, err = db.Exec("PRAGMA page_size = 1024; PRAGMA journal_mode = WAL")
-			db.Close()
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 	dsn := "file:" + path + "?" + q.Encode()
 	w, err := sql.Open("sqlite3", dsn)
 	if err != nil {

@@ -25,6 +25,8 @@ const (
 type loadFigures struct {
 	closed, open loadResult
 	closedCPU    time.Duration
+	// settle is how long the server took to go idle between the phases.
+	settle time.Duration
 }
 
 // measureLoad runs the throughput and fixed-rate phases against s.
@@ -46,6 +48,9 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFig
 	}
 	f.closedCPU = cpu1 - cpu0
 	closeAll(conns)
+	if f.settle, err = s.waitIdle(10 * time.Second); err != nil {
+		return f, err
+	}
 
 	b.progress("%s: open loop, %.0f msg/s over %d connections, %s", s.name, b.opts.rate, b.opts.rateConns, b.opts.duration)
 	conns, err = dialAll(ctx, s.addr, b.opts.rateConns, hello)
@@ -132,6 +137,8 @@ func (b *bench) webLoad(ctx context.Context) error {
 		}
 	}
 
+	b.note("fixed load starts once the server is idle after the closed loop: the echo server after %s, the gateway after %s.",
+		e.settle.Round(10*time.Millisecond), g.settle.Round(10*time.Millisecond))
 	ceiling := float64(b.opts.conns) * float64(time.Second) / float64(sendGap)
 	b.note("throughput: closed loop over %d connections, one message in flight each, at most %.0f msg/s per connection (the widget allows 20 frames/s): client ceiling %s.",
 		b.opts.conns, float64(time.Second)/float64(sendGap), rate(ceiling))

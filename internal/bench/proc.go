@@ -277,3 +277,29 @@ func (s *server) logTail() string {
 	}
 	return string(bytes.TrimSpace(b))
 }
+
+// waitIdle waits until the server has been nearly idle (under 10% of a
+// CPU) for a quarter of a second, or max has passed, and returns how long
+// it waited: a phase that follows another should not measure the backlog
+// the first one left (the turns of closed connections still being
+// answered, their goroutines exiting).
+func (s *server) waitIdle(max time.Duration) (time.Duration, error) {
+	const window = 250 * time.Millisecond
+	start := time.Now()
+	prev, err := s.cpuTime()
+	if err != nil {
+		return 0, err
+	}
+	for time.Since(start) < max {
+		time.Sleep(window)
+		now, err := s.cpuTime()
+		if err != nil {
+			return 0, err
+		}
+		if now-prev < window/10 {
+			break
+		}
+		prev = now
+	}
+	return time.Since(start), nil
+}
