@@ -333,10 +333,15 @@ func (s *SQLite) ChatHasBot(ctx context.Context, platform, chatID, bot string) (
 func (s *SQLite) LastPrivateChatOfUser(ctx context.Context, userID string) (gateway.ChatRef, string, bool, error) {
 	c := gateway.ChatRef{Type: gateway.ChatPrivate}
 	var pid string
-	err := s.queryRow(ctx, `SELECT c.platform, c.chat_id, m.from_id FROM messages m
+	// A person's private messages all belong to their user-scoped
+	// sessions (one per bot), so those are searched rather than every
+	// message (which would need an index written with each message).
+	err := s.queryRow(ctx, `SELECT c.platform, c.chat_id, m.from_id FROM sessions s
+		JOIN session_messages sm ON sm.session_id = s.id
+		JOIN messages m ON m.id = sm.message_id
 		JOIN conversations c ON c.id = m.conversation_id
-		WHERE m.user_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
-		ORDER BY m.id DESC LIMIT 1`, userID).Scan(&c.Platform, &c.ChatID, &pid)
+		WHERE s.scope = 'user' AND s.scope_id = ? AND m.user_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
+		ORDER BY m.id DESC LIMIT 1`, userID, userID).Scan(&c.Platform, &c.ChatID, &pid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, "", false, nil
 	}

@@ -159,3 +159,32 @@ func TestRoomsAndSecrets(t *testing.T) {
 		t.Errorf("secret changed across restarts")
 	}
 }
+
+// TestLastPrivateChatOfUser checks that the private chat where a person
+// last wrote, to any bot, is found through their sessions; group messages
+// and other people's messages do not count.
+func TestLastPrivateChatOfUser(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "sb.db"))
+	if _, _, ok, err := s.LastPrivateChatOfUser(ctx, "user-ann"); ok || err != nil {
+		t.Fatalf("before any message: ok=%v err=%v", ok, err)
+	}
+	send := func(id, platform, chat, pid string, typ gateway.ChatType, user, bot string, scope, scopeID string) {
+		t.Helper()
+		in := inbound(id, "hi")
+		in.Event.Platform, in.Event.ChatID, in.Event.ChatType, in.Event.Bot = platform, chat, typ, bot
+		in.Event.Sender.PlatformID, in.UserID = pid, user
+		in.Turns[0].Session = gateway.SessionKey{Bot: bot, Scope: scope, ScopeID: scopeID}
+		if _, err := s.AppendInbound(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("1", "telegram", "100", "telegram:100", gateway.ChatPrivate, "user-ann", "matty", "user", "user-ann")
+	send("2", "web", "web-ann:finn", "web-ann", gateway.ChatPrivate, "user-ann", "finn", "user", "user-ann")
+	send("3", "telegram", "-5", "telegram:100", gateway.ChatGroup, "user-ann", "matty", "group", "telegram:-5")
+	send("4", "web", "web-bob:finn", "web-bob", gateway.ChatPrivate, "user-bob", "finn", "user", "user-bob")
+	c, pid, ok, err := s.LastPrivateChatOfUser(ctx, "user-ann")
+	if err != nil || !ok || c.Platform != "web" || c.ChatID != "web-ann:finn" || c.Type != gateway.ChatPrivate || pid != "web-ann" {
+		t.Errorf("last private chat of Ann = %+v, %q, %v, %v; want her web chat with Finn", c, pid, ok, err)
+	}
+}
