@@ -179,7 +179,14 @@ func (r *recent) appendMessage(session string, m gateway.Message) {
 	r.use(w)
 	w.msgs = append(w.msgs, historyView(m))
 	if over := len(w.msgs) - r.size; over > 0 {
-		w.msgs = slices.Delete(w.msgs, 0, over)
+		// Re-sliced, not shifted: histories handed out share the array
+		// (see turn), so its elements are never overwritten; appends only
+		// write past every slice handed out. A fresh array now and then
+		// lets the old one go.
+		w.msgs = w.msgs[over:]
+		if cap(w.msgs) > 4*r.size {
+			w.msgs = slices.Clone(w.msgs)
+		}
 		w.complete = false
 	}
 }
@@ -243,18 +250,46 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 	}
 	var hist []gateway.Message
 	if limit > 0 {
+		// The history is the window's messages from the end, skipping the
+		// turn's own and later ones from people. Usually those come last,
+		// and the history is a run of the window, handed out as it is
+		// (the window never overwrites its elements; callers only read).
 		msgID := t.message.ID
-		for i := len(w.msgs) - 1; i >= 0 && len(hist) < limit; i-- {
+		lo, hi, n := -1, -1, 0 // the run w.msgs[lo:hi] while contiguous
+		for i := len(w.msgs) - 1; i >= 0 && n < limit; i-- {
 			m := w.msgs[i]
 			if m.ID == msgID || (m.ID > msgID && m.From.Kind == "human") {
+				if hi >= 0 {
+					lo = -2 // a gap: not one run
+				}
 				continue
 			}
-			hist = append(hist, m)
+			if hi < 0 {
+				hi = i + 1
+			}
+			if lo != -2 {
+				lo = i
+			}
+			n++
 		}
-		if len(hist) < limit && !w.complete {
+		if n < limit && !w.complete {
 			return d, "", windowMissing
 		}
-		slices.Reverse(hist)
+		switch {
+		case n == 0:
+		case lo >= 0:
+			hist = w.msgs[lo:hi:hi]
+		default:
+			hist = make([]gateway.Message, 0, n)
+			for i := len(w.msgs) - 1; i >= 0 && len(hist) < n; i-- {
+				m := w.msgs[i]
+				if m.ID == msgID || (m.ID > msgID && m.From.Kind == "human") {
+					continue
+				}
+				hist = append(hist, m)
+			}
+			slices.Reverse(hist)
+		}
 	}
 	r.lru.MoveToFront(w.elem)
 	d.Session, d.History = w.session, hist
