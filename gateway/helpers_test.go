@@ -33,7 +33,11 @@ type recorder struct {
 	// fail, when set, decides the error of each Send.
 	fail func(gateway.Outbound) error
 	ch   chan gateway.Outbound
+	// maxParked is its gateway.ParkLimiter answer (0: keep forever).
+	maxParked time.Duration
 }
+
+func (r *recorder) MaxParked() time.Duration { return r.maxParked }
 
 func newRecorder(name string) *recorder {
 	return &recorder{name: name, ch: make(chan gateway.Outbound, 10000)}

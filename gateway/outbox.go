@@ -3,9 +3,9 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 )
@@ -16,6 +16,15 @@ const (
 	baseBackoff = 500 * time.Millisecond
 	maxBackoff  = 30 * time.Second
 )
+
+// ParkLimiter is implemented by platforms whose undelivered messages need
+// not wait for their recipient forever. An outbox entry whose recipient
+// has been unreachable for MaxParked (when positive) is marked failed and
+// forgotten. The web implements it: a visitor who left is as likely never
+// to come back, and one who does sees the reply in the chat's history.
+type ParkLimiter interface {
+	MaxParked() time.Duration
+}
 
 // laneKey orders deliveries: one chat on one platform gets its messages in
 // the order they were stored, whichever bot wrote them.
@@ -30,6 +39,9 @@ type lane struct {
 	// wakes counts wake calls, so a wake that arrives while a delivery is
 	// failing as unreachable is not lost.
 	wakes int
+	// expiry, set while parked on a ParkLimiter platform, fails the
+	// lane's entries when it fires.
+	expiry *time.Timer
 }
 
 // outbox delivers stored replies through their platforms, in order per
@@ -75,13 +87,58 @@ func (o *outbox) enqueue(m Outbound) {
 func (o *outbox) wake(platform string, chats []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for key, l := range o.lanes {
-		if key.platform == platform && slices.Contains(chats, key.chat) {
-			l.wakes++
-			if l.parked {
-				l.parked = false
-				o.startLocked(key, l)
+	for _, chat := range chats {
+		key := laneKey{platform, chat}
+		l, ok := o.lanes[key]
+		if !ok {
+			continue
+		}
+		l.wakes++
+		if l.parked {
+			l.parked = false
+			if l.expiry != nil {
+				l.expiry.Stop()
+				l.expiry = nil
 			}
+			o.startLocked(key, l)
+		}
+	}
+}
+
+// park marks a lane parked: its recipient is unreachable. On a
+// ParkLimiter platform its entries expire after MaxParked. Callers hold
+// mu.
+func (o *outbox) parkLocked(key laneKey, l *lane) {
+	l.parked = true
+	p, ok := o.platform(key.platform)
+	if !ok {
+		return
+	}
+	if pl, ok := p.(ParkLimiter); ok {
+		if d := pl.MaxParked(); d > 0 {
+			l.expiry = time.AfterFunc(d, func() { o.expire(key, l, d) })
+		}
+	}
+}
+
+// expire fails the entries of a lane still parked after d and forgets
+// the lane.
+func (o *outbox) expire(key laneKey, l *lane, d time.Duration) {
+	o.mu.Lock()
+	if o.lanes[key] != l || !l.parked || l.running || o.ctx.Err() != nil {
+		o.mu.Unlock()
+		return
+	}
+	delete(o.lanes, key)
+	items := l.items
+	o.wg.Add(1) // before close's cancel, which takes mu
+	o.mu.Unlock()
+	defer o.wg.Done()
+	reason := fmt.Sprintf("recipient unreachable for %s", d)
+	o.log.Info("undelivered replies expired", "platform", key.platform, "chat", key.chat, "entries", len(items), "after", d)
+	for _, m := range items {
+		if err := o.store.MarkFailed(context.WithoutCancel(o.ctx), m.OutboxID, reason); err != nil {
+			o.log.Error("mark failed", "outbox", m.OutboxID, "err", err)
 		}
 	}
 }
@@ -124,7 +181,7 @@ func (o *outbox) work(key laneKey, l *lane) {
 			continue
 		}
 		if parked {
-			l.parked = true
+			o.parkLocked(key, l)
 			l.running = false
 			o.running--
 			o.mu.Unlock()
@@ -254,7 +311,14 @@ func (o *outbox) close(ctx context.Context) error {
 		}
 		break
 	}
-	o.cancel()
+	o.mu.Lock()
+	o.cancel() // under mu: see expire and startLocked
+	for _, l := range o.lanes {
+		if l.expiry != nil {
+			l.expiry.Stop()
+		}
+	}
+	o.mu.Unlock()
 	o.wg.Wait()
 	return err
 }

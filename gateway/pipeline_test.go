@@ -218,6 +218,60 @@ func TestUnreachableReplyWaitsForReconnect(t *testing.T) {
 	}
 }
 
+// TestUnreachableReplyExpires checks a ParkLimiter platform: a reply
+// whose recipient stays unreachable for MaxParked is marked failed and not
+// delivered when they come back later; one whose recipient comes back in
+// time is delivered.
+func TestUnreachableReplyExpires(t *testing.T) {
+	h := newHarness(t, bot("matty", echo))
+	h.plat.maxParked = 100 * time.Millisecond
+	var online atomic.Bool
+	h.plat.fail = func(gateway.Outbound) error {
+		if !online.Load() {
+			return gateway.ErrUnreachable
+		}
+		return nil
+	}
+	ctx := context.Background()
+	h.deliver(private("web-ann", "matty", "m1", "are you there"))
+	h.deliver(private("web-bob", "matty", "m1", "hello?"))
+	time.Sleep(30 * time.Millisecond)
+	online.Store(true)
+	h.gw.Reachable("web", gateway.PrivateChatID("web-bob", "matty")) // Bob is back in time
+	if got := h.plat.next(t).Text; got != "matty: hello?" {
+		t.Errorf("reply to Bob = %q", got)
+	}
+	// Ann comes back only after her reply expired.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pending, err := h.store.PendingOutbox(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still pending after the limit: %+v", pending)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	h.gw.Reachable("web", gateway.PrivateChatID("web-ann", "matty"))
+	time.Sleep(100 * time.Millisecond)
+	if sent := h.plat.all(); len(sent) != 1 {
+		t.Errorf("sent %d replies; want only Bob's", len(sent))
+	}
+	// Her reply is still in her session's history.
+	s, ok, err := h.store.FindSession(ctx, gateway.SessionKey{Bot: "matty", Scope: gateway.ScopeUser, ScopeID: "web-ann"})
+	if err != nil || !ok {
+		t.Fatalf("Ann's session: %v %v", ok, err)
+	}
+	msgs, err := h.store.SessionMessages(ctx, s.ID, 10)
+	if err != nil || len(msgs) != 2 || msgs[1].Text != "matty: are you there" {
+		t.Errorf("Ann's history = %+v, %v", msgs, err)
+	}
+}
+
 func TestOutboxRetriesAndHonoursRetryAfter(t *testing.T) {
 	h := newHarness(t, bot("matty", echo))
 	var calls atomic.Int32

@@ -67,6 +67,7 @@ var (
 	_ gateway.Typer             = (*Adapter)(nil)
 	_ gateway.PrivateChatter    = (*Adapter)(nil)
 	_ gateway.DelegationWatcher = (*Adapter)(nil)
+	_ gateway.ParkLimiter       = (*Adapter)(nil)
 )
 
 // New returns an adapter; mount Handler on the HTTP server and Run it.
@@ -100,6 +101,15 @@ func (a *Adapter) Configure(secret []byte, origins []string) {
 
 // Name implements gateway.Platform.
 func (a *Adapter) Name() string { return gateway.PlatformWeb }
+
+// undeliveredKeep is how long a reply waits for a visitor who has left.
+const undeliveredKeep = time.Hour
+
+// MaxParked implements gateway.ParkLimiter: a reply to a visitor who left
+// waits an hour for them to reconnect, then is marked failed (the widget
+// shows it from the chat's history when they come back), so visitors who
+// never return do not hold the gateway's memory.
+func (a *Adapter) MaxParked() time.Duration { return undeliveredKeep }
 
 // Run implements gateway.Platform: it serves connections until ctx ends,
 // then closes every connection itself (http.Server.Shutdown does not close
