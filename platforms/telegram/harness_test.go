@@ -64,6 +64,13 @@ func webhook(id, token string) telegram.BotConfig {
 // Zero opts fields get test values (no pacing, short waits).
 func newHarness(t *testing.T, opts telegram.Options, bots ...telegram.BotConfig) *harness {
 	t.Helper()
+	return newHarnessHost(t, opts, nil, bots...)
+}
+
+// newHarnessHost is newHarness with the platform's Host (the gateway)
+// wrapped by wrap, when not nil.
+func newHarnessHost(t *testing.T, opts telegram.Options, wrap func(gateway.Host) gateway.Host, bots ...telegram.BotConfig) *harness {
+	t.Helper()
 	h := &harness{t: t, fake: telegramtest.New(t), seen: make(map[string]int)}
 	h.fake.AddBot(tok1, 1001, "tg1_bot")
 	h.fake.AddBot(tok2, 1002, "tg2_bot")
@@ -104,7 +111,11 @@ func newHarness(t *testing.T, opts telegram.Options, bots ...telegram.BotConfig)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- h.p.Run(runCtx, h.gw) }()
+	var host gateway.Host = h.gw
+	if wrap != nil {
+		host = wrap(h.gw)
+	}
+	go func() { done <- h.p.Run(runCtx, host) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

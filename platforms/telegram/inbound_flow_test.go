@@ -2,12 +2,15 @@ package telegram_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/telegram/telegramtest"
 )
@@ -142,6 +145,41 @@ func TestRedeliveredUpdateAnsweredOnce(t *testing.T) {
 	h.fake.Push(tok1, telegramtest.Private(alice, "after"))
 	h.expect(tok1, alice.ID, "tg1 heard: after")
 	h.quiet(tok1)
+}
+
+// storeFailing is a Host whose first fails deliveries fail as a store
+// that is busy or broken would, without reaching the gateway.
+type storeFailing struct {
+	gateway.Host
+	fails atomic.Int32
+}
+
+func (h *storeFailing) Deliver(ctx context.Context, ev gateway.Event) (gateway.Receipt, error) {
+	if h.fails.Add(-1) >= 0 {
+		return gateway.Receipt{}, errors.New("store: database is locked")
+	}
+	return h.Host.Deliver(ctx, ev)
+}
+
+// TestUpdateNotStoredIsNotConfirmed checks the poller against a store
+// failure: an update the gateway could not store is not confirmed, so it
+// is polled again and answered once the store works, in order with what
+// follows it.
+func TestUpdateNotStoredIsNotConfirmed(t *testing.T) {
+	failing := &storeFailing{}
+	failing.fails.Store(2)
+	h := newHarnessHost(t, telegram.Options{}, func(g gateway.Host) gateway.Host {
+		failing.Host = g
+		return failing
+	}, polling("tg1", tok1))
+	h.fake.Push(tok1, telegramtest.Private(alice, "first"))
+	h.fake.Push(tok1, telegramtest.Private(alice, "second"))
+	h.expect(tok1, alice.ID, "tg1 heard: first")
+	h.expect(tok1, alice.ID, "tg1 heard: second")
+	h.quiet(tok1)
+	if n := failing.fails.Load(); n >= 0 {
+		t.Errorf("%d planned store failures never happened", n+1)
+	}
 }
 
 func TestBurstKeepsOrder(t *testing.T) {
