@@ -101,7 +101,8 @@ type windowStatus int
 
 const (
 	turnMissing   windowStatus = iota // not cached: read SQLite
-	windowMissing                     // the turn is cached, its session's window is not (or is too short)
+	windowMissing                     // the turn is cached, its session's window is not (or holds less than it may)
+	windowShort                       // the turn's history reaches back past what the window keeps: read SQLite
 	turnHit
 )
 
@@ -273,7 +274,12 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 			n++
 		}
 		if n < limit && !w.complete {
-			return d, "", windowMissing
+			if len(w.msgs) < r.size {
+				return d, "", windowMissing // a reload reads more
+			}
+			// Many later messages are queued behind this one: the window,
+			// holding the latest, cannot give its history.
+			return d, "", windowShort
 		}
 		switch {
 		case n == 0:

@@ -48,7 +48,7 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 			}
 			return d, nil
 		}
-		if st == turnMissing {
+		if st != windowMissing {
 			break
 		}
 		if err := s.loadWindow(ctx, d.Ref.SessionID); err != nil {

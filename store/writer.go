@@ -25,6 +25,9 @@ import (
 type conn struct {
 	c     *sqlite3.SQLiteConn
 	stmts map[string]*sqlite3.SQLiteStmt
+	// args is reused for every statement's arguments: the driver copies
+	// them into SQLite when it binds them.
+	args []driver.NamedValue
 }
 
 // stmt returns the prepared statement for q, preparing it on first use.
@@ -46,7 +49,7 @@ func (c *conn) exec(q string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	nv, err := namedValues(args)
+	nv, err := c.namedValues(args)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +62,7 @@ func (c *conn) query(q string, args ...any) (*rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	nv, err := namedValues(args)
+	nv, err := c.namedValues(args)
 	if err != nil {
 		return nil, err
 	}
@@ -78,16 +81,17 @@ func (c *conn) closeStmts() {
 	}
 }
 
-// namedValues converts arguments as database/sql would.
-func namedValues(args []any) ([]driver.NamedValue, error) {
-	nv := make([]driver.NamedValue, len(args))
+// namedValues converts arguments as database/sql would, into c.args.
+func (c *conn) namedValues(args []any) ([]driver.NamedValue, error) {
+	nv := c.args[:0]
 	for i, a := range args {
 		v, err := driver.DefaultParameterConverter.ConvertValue(a)
 		if err != nil {
 			return nil, fmt.Errorf("store: argument %d: %w", i+1, err)
 		}
-		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: v})
 	}
+	c.args = nv
 	return nv, nil
 }
 
