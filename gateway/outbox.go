@@ -18,9 +18,10 @@ const (
 )
 
 // ParkLimiter is implemented by platforms whose undelivered messages need
-// not wait for their recipient forever. An outbox entry whose recipient
-// has been unreachable for MaxParked (when positive) is marked failed and
-// forgotten. The web implements it: a visitor who left is as likely never
+// not wait for their recipient forever. An outbox entry that has waited
+// MaxParked (when positive) for an unreachable recipient — counted from
+// when it was made or when the recipient became unreachable, whichever is
+// later — is marked failed and forgotten. The web implements it: a visitor who left is as likely never
 // to come back, and one who does sees the reply in the chat's history.
 type ParkLimiter interface {
 	MaxParked() time.Duration
@@ -39,9 +40,12 @@ type lane struct {
 	// wakes counts wake calls, so a wake that arrives while a delivery is
 	// failing as unreachable is not lost.
 	wakes int
-	// expiry, set while parked on a ParkLimiter platform, fails the
-	// lane's entries when it fires.
-	expiry *time.Timer
+	// parkedAt is when the lane last parked. expiry, set while parked on
+	// a ParkLimiter platform, fails the entries that are due when it
+	// fires; gen tells it whether it is still the lane's current timer.
+	parkedAt time.Time
+	expiry   *time.Timer
+	gen      int
 }
 
 // outbox delivers stored replies through their platforms, in order per
@@ -96,6 +100,7 @@ func (o *outbox) wake(platform string, chats []string) {
 		l.wakes++
 		if l.parked {
 			l.parked = false
+			l.gen++
 			if l.expiry != nil {
 				l.expiry.Stop()
 				l.expiry = nil
@@ -105,38 +110,88 @@ func (o *outbox) wake(platform string, chats []string) {
 	}
 }
 
-// park marks a lane parked: its recipient is unreachable. On a
-// ParkLimiter platform its entries expire after MaxParked. Callers hold
-// mu.
+// parkLocked marks a lane parked: its recipient is unreachable. On a
+// ParkLimiter platform its entries expire. Callers hold mu.
 func (o *outbox) parkLocked(key laneKey, l *lane) {
 	l.parked = true
-	p, ok := o.platform(key.platform)
-	if !ok {
-		return
-	}
-	if pl, ok := p.(ParkLimiter); ok {
-		if d := pl.MaxParked(); d > 0 {
-			l.expiry = time.AfterFunc(d, func() { o.expire(key, l, d) })
-		}
-	}
+	l.parkedAt = time.Now()
+	l.gen++
+	o.armExpiryLocked(key, l)
 }
 
-// expire fails the entries of a lane still parked after d and forgets
-// the lane.
-func (o *outbox) expire(key laneKey, l *lane, d time.Duration) {
+// maxParked is the platform's ParkLimiter answer, 0 for none.
+func (o *outbox) maxParked(platform string) time.Duration {
+	if p, ok := o.platform(platform); ok {
+		if pl, ok := p.(ParkLimiter); ok {
+			return pl.MaxParked()
+		}
+	}
+	return 0
+}
+
+// expiresAt is when m, waiting in parked lane l, expires after d.
+func expiresAt(l *lane, m Outbound, d time.Duration) time.Time {
+	from := m.Time
+	if l.parkedAt.After(from) {
+		from = l.parkedAt
+	}
+	return from.Add(d)
+}
+
+// armExpiryLocked sets the parked lane's timer for its first entry to
+// expire, if its platform limits parking. Callers hold mu.
+func (o *outbox) armExpiryLocked(key laneKey, l *lane) {
+	d := o.maxParked(key.platform)
+	if d <= 0 || len(l.items) == 0 {
+		return
+	}
+	first := expiresAt(l, l.items[0], d)
+	for _, m := range l.items[1:] {
+		if at := expiresAt(l, m, d); at.Before(first) {
+			first = at
+		}
+	}
+	gen := l.gen
+	l.expiry = time.AfterFunc(time.Until(first), func() { o.expire(key, l, gen, d) })
+}
+
+// expire fails the entries of a parked lane that have waited d, and
+// forgets the lane when none is left. gen is the lane's generation when
+// the timer was set: a timer that fires after a wake (or a newer park)
+// does nothing.
+func (o *outbox) expire(key laneKey, l *lane, gen int, d time.Duration) {
 	o.mu.Lock()
-	if o.lanes[key] != l || !l.parked || l.running || o.ctx.Err() != nil {
+	if o.lanes[key] != l || l.gen != gen || !l.parked || l.running || o.ctx.Err() != nil {
 		o.mu.Unlock()
 		return
 	}
-	delete(o.lanes, key)
-	items := l.items
+	now := time.Now()
+	var due, keep []Outbound
+	for _, m := range l.items {
+		if expiresAt(l, m, d).After(now) {
+			keep = append(keep, m)
+		} else {
+			due = append(due, m)
+		}
+	}
+	l.expiry = nil
+	if len(keep) == 0 {
+		delete(o.lanes, key)
+	} else {
+		l.items = keep
+		l.gen++
+		o.armExpiryLocked(key, l)
+	}
+	if len(due) == 0 {
+		o.mu.Unlock()
+		return
+	}
 	o.wg.Add(1) // before close's cancel, which takes mu
 	o.mu.Unlock()
 	defer o.wg.Done()
 	reason := fmt.Sprintf("recipient unreachable for %s", d)
-	o.log.Info("undelivered replies expired", "platform", key.platform, "chat", key.chat, "entries", len(items), "after", d)
-	for _, m := range items {
+	o.log.Info("undelivered replies expired", "platform", key.platform, "chat", key.chat, "entries", len(due), "after", d)
+	for _, m := range due {
 		if err := o.store.MarkFailed(context.WithoutCancel(o.ctx), m.OutboxID, reason); err != nil {
 			o.log.Error("mark failed", "outbox", m.OutboxID, "err", err)
 		}

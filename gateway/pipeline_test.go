@@ -218,13 +218,15 @@ func TestUnreachableReplyWaitsForReconnect(t *testing.T) {
 	}
 }
 
-// TestUnreachableReplyExpires checks a ParkLimiter platform: a reply
-// whose recipient stays unreachable for MaxParked is marked failed and not
-// delivered when they come back later; one whose recipient comes back in
-// time is delivered.
+// TestUnreachableReplyExpires checks a ParkLimiter platform: a reply that
+// has waited MaxParked for its unreachable recipient is marked failed and
+// not delivered when they come back; a later reply in the same chat, not
+// yet due, is; and a reply whose recipient comes back in time is
+// delivered. The replies stay in the session's history.
 func TestUnreachableReplyExpires(t *testing.T) {
 	h := newHarness(t, bot("matty", echo))
-	h.plat.maxParked = 100 * time.Millisecond
+	const limit = time.Second
+	h.plat.maxParked = limit
 	var online atomic.Bool
 	h.plat.fail = func(gateway.Outbound) error {
 		if !online.Load() {
@@ -233,42 +235,71 @@ func TestUnreachableReplyExpires(t *testing.T) {
 		return nil
 	}
 	ctx := context.Background()
-	h.deliver(private("web-ann", "matty", "m1", "are you there"))
-	h.deliver(private("web-bob", "matty", "m1", "hello?"))
-	time.Sleep(30 * time.Millisecond)
-	online.Store(true)
-	h.gw.Reachable("web", gateway.PrivateChatID("web-bob", "matty")) // Bob is back in time
-	if got := h.plat.next(t).Text; got != "matty: hello?" {
-		t.Errorf("reply to Bob = %q", got)
-	}
-	// Ann comes back only after her reply expired.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		pending, err := h.store.PendingOutbox(ctx)
+	pending := func() int {
+		t.Helper()
+		p, err := h.store.PendingOutbox(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pending) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still pending after the limit: %+v", pending)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(p)
 	}
+	h.deliver(private("web-ann", "matty", "m1", "are you there"))
+	h.deliver(private("web-bob", "matty", "m1", "hello?"))
+	time.Sleep(limit * 6 / 10)
+	h.deliver(private("web-ann", "matty", "m2", "still there?")) // due 0.6 s after the first
+	// Ann's first reply and Bob's expire; her second waits on.
+	deadline := time.Now().Add(10 * time.Second)
+	for pending() > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d replies still pending after the limit; want 1", pending())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	online.Store(true)
 	h.gw.Reachable("web", gateway.PrivateChatID("web-ann", "matty"))
+	if got := h.plat.next(t).Text; got != "matty: still there?" {
+		t.Errorf("Ann got %q; want only her reply that had not expired", got)
+	}
+	// Bob's reply expired (he never came back): nothing is sent to him.
+	for pending() > 0 { // Ann's delivery is being recorded
+		if time.Now().After(deadline) {
+			t.Fatalf("%d replies still pending after Ann's delivery; want 0", pending())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.gw.Reachable("web", gateway.PrivateChatID("web-bob", "matty"))
 	time.Sleep(100 * time.Millisecond)
 	if sent := h.plat.all(); len(sent) != 1 {
-		t.Errorf("sent %d replies; want only Bob's", len(sent))
+		t.Errorf("sent %d replies; want only Ann's second", len(sent))
 	}
-	// Her reply is still in her session's history.
 	s, ok, err := h.store.FindSession(ctx, gateway.SessionKey{Bot: "matty", Scope: gateway.ScopeUser, ScopeID: "web-ann"})
 	if err != nil || !ok {
 		t.Fatalf("Ann's session: %v %v", ok, err)
 	}
 	msgs, err := h.store.SessionMessages(ctx, s.ID, 10)
-	if err != nil || len(msgs) != 2 || msgs[1].Text != "matty: are you there" {
+	if err != nil || len(msgs) != 4 || msgs[1].Text != "matty: are you there" {
 		t.Errorf("Ann's history = %+v, %v", msgs, err)
+	}
+}
+
+// TestUnreachableReplyDeliveredInTime checks that a reply whose recipient
+// comes back before MaxParked is delivered.
+func TestUnreachableReplyDeliveredInTime(t *testing.T) {
+	h := newHarness(t, bot("matty", echo))
+	h.plat.maxParked = time.Minute
+	var online atomic.Bool
+	h.plat.fail = func(gateway.Outbound) error {
+		if !online.Load() {
+			return gateway.ErrUnreachable
+		}
+		return nil
+	}
+	h.deliver(private("web-bob", "matty", "m1", "hello?"))
+	time.Sleep(50 * time.Millisecond)
+	online.Store(true)
+	h.gw.Reachable("web", gateway.PrivateChatID("web-bob", "matty"))
+	if got := h.plat.next(t).Text; got != "matty: hello?" {
+		t.Errorf("reply to Bob = %q", got)
 	}
 }
 

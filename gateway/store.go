@@ -126,8 +126,9 @@ type Message struct {
 	Platform string
 	ChatID   string
 	ChatType ChatType
-	// PlatformMsgID is the platform's ID of the message (set for bot
-	// replies once delivered).
+	// PlatformMsgID is the platform's ID of an inbound message. (The IDs
+	// a delivered reply got are kept by the store for reply-to lookups;
+	// see BotOfMessage.)
 	PlatformMsgID string
 	Kind          string
 	From          Party

@@ -182,12 +182,10 @@ func (r *recent) appendMessage(session string, m gateway.Message) {
 	if over := len(w.msgs) - r.size; over > 0 {
 		// Re-sliced, not shifted: histories handed out share the array
 		// (see turn), so its elements are never overwritten; appends only
-		// write past every slice handed out. A fresh array now and then
-		// lets the old one go.
+		// write past every slice handed out (an append that outgrows the
+		// array moves to a new one, and the old one goes when no history
+		// holds it).
 		w.msgs = w.msgs[over:]
-		if cap(w.msgs) > 4*r.size {
-			w.msgs = slices.Clone(w.msgs)
-		}
 		w.complete = false
 	}
 }
@@ -221,6 +219,7 @@ func (r *recent) lastPrivate(session string) (c gateway.ChatRef, found, cached b
 	if !ok {
 		return c, false, false
 	}
+	r.use(w)
 	return w.private, w.hasPrivate, true
 }
 
@@ -297,7 +296,7 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 			slices.Reverse(hist)
 		}
 	}
-	r.lru.MoveToFront(w.elem)
+	r.use(w)
 	d.Session, d.History = w.session, hist
 	return d, t.delegation, turnHit
 }

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -36,6 +38,7 @@ type SQLite struct {
 	wc    *sql.Conn
 	wconn conn
 	r     *sql.DB
+	log atomic.Pointer[slog.Logger]
 	// ck is the checkpointer's connection; commits counts commits for it.
 	ck      *sql.DB
 	commits atomic.Int64
@@ -74,10 +77,15 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	q.Set("_busy_timeout", "5000")
 	q.Set("_foreign_keys", "on")
 	q.Set("_synchronous", "NORMAL")
-	q.Set("_cache_size", "-32768")
 	q.Set("_txlock", "immediate")
-	dsn := "file:" + path + "?" + q.Encode()
-	w, err := sql.Open("sqlite3", dsn)
+	// The writer gets a larger page cache (32 MiB) than SQLite's default
+	// 2 MiB, which the readers keep: every write walks the indexes.
+	wq := url.Values{}
+	for k, v := range q {
+		wq[k] = v
+	}
+	wq.Set("_cache_size", "-32768")
+	w, err := sql.Open("sqlite3", "file:"+path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -163,7 +171,8 @@ func (s *SQLite) checkpointLoop() {
 	}
 }
 
-// Close stops the committer and closes both connection pools. Calling it
+// Close stops the committer and the checkpointer, then closes the
+// connections of the readers, the checkpointer and the writer. Calling it
 // again returns the first result.
 func (s *SQLite) Close() error {
 	s.closeOnce.Do(func() {
@@ -309,7 +318,7 @@ func (s *SQLite) commitLoop() {
 			case <-lazyDue.C:
 				armed = false
 			case <-s.quit:
-				if lazy := s.takeLazy(); len(lazy) > 0 {
+				if lazy := s.takeLazy(0); len(lazy) > 0 {
 					s.runBatch(lazy)
 				}
 				return
@@ -328,7 +337,8 @@ func (s *SQLite) commitLoop() {
 				}
 			}
 		}
-		if lazy := s.takeLazy(); len(lazy) > 0 {
+		// Lazy writes fill a batch up to twice maxBatch.
+		if lazy := s.takeLazy(maxBatch); len(lazy) > 0 {
 			batch = append(batch, lazy...)
 			lazyDue.Stop()
 			armed = false
@@ -365,13 +375,22 @@ func (s *SQLite) txLazy(fn func(*txn) error) error {
 	return nil
 }
 
-// takeLazy returns the queued lazy writes and empties the queue.
-func (s *SQLite) takeLazy() []writeReq {
+// takeLazy takes up to max queued lazy writes (all when max <= 0). What
+// is left is signalled again, for the next batch or the timer.
+func (s *SQLite) takeLazy(max int) []writeReq {
 	s.lazyMu.Lock()
 	defer s.lazyMu.Unlock()
 	lazy := s.lazy
-	s.lazy = nil
-	return lazy
+	if max <= 0 || len(lazy) <= max {
+		s.lazy = nil
+		return lazy
+	}
+	s.lazy = slices.Clone(lazy[max:])
+	select {
+	case s.lazyQueued <- struct{}{}:
+	default:
+	}
+	return lazy[:max]
 }
 
 // runBatch commits a batch of writes in one transaction. The batch is run
@@ -446,10 +465,24 @@ func (s *SQLite) finish(batch []writeReq, errs []error, hooks [][]func()) {
 		}
 	}
 	for i, r := range batch {
-		if r.done != nil { // nil for lazy writes
+		switch {
+		case r.done != nil:
 			r.done <- errs[i]
+		case errs[i] != nil: // a lazy write: no one waits for it
+			s.logger().Warn("store: a lazy write failed; the work it recorded will be done again after a restart", "err", errs[i])
 		}
 	}
+}
+
+// SetLogger sets where the store logs what no caller hears of (lazy
+// writes that failed); the default is slog.Default().
+func (s *SQLite) SetLogger(l *slog.Logger) { s.log.Store(l) }
+
+func (s *SQLite) logger() *slog.Logger {
+	if l := s.log.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
 }
 
 // txNow runs fn in its own transaction on the caller's goroutine: while

@@ -36,7 +36,7 @@ func (s *SQLite) PendingTurns(ctx context.Context) ([]gateway.TurnRef, error) {
 // LoadTurn implements gateway.Store.
 func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
 	s.recent.want(historyLimit)
-	for range 2 {
+	for pass := range 2 {
 		d, delegation, st := s.recent.turn(turnID, historyLimit)
 		if st == turnHit {
 			if delegation != "" {
@@ -48,7 +48,7 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 			}
 			return d, nil
 		}
-		if st != windowMissing {
+		if st != windowMissing || pass > 0 {
 			break
 		}
 		if err := s.loadWindow(ctx, d.Ref.SessionID); err != nil {
@@ -342,9 +342,9 @@ func (p prefixScanner) Scan(dest ...any) error {
 	return p.rows.Scan(append(slices.Clone(p.prefix), dest...)...)
 }
 
-// MarkSent implements gateway.Store. The platform's message ID is copied to
-// the message so replies to it can be traced back to the bot: that write
-// is durable when MarkSent returns. A bare mark (no platform ID, as from
+// MarkSent implements gateway.Store. The platform's message ID is kept on
+// the outbox entry and in platform_ids, so replies to it can be traced back
+// to the bot: that write is durable when MarkSent returns. A bare mark (no platform ID, as from
 // the web) is a lazy write, sharing the commit of whatever is written
 // next instead of costing one of its own.
 func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {

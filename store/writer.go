@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -211,8 +212,17 @@ func assign(dest any, v driver.Value) error {
 			return nil
 		}
 	case *bool:
-		if v, ok := v.(int64); ok {
+		switch v := v.(type) {
+		case int64:
 			*d = v != 0
+			return nil
+		case bool: // a column declared BOOLEAN
+			*d = v
+			return nil
+		}
+	case *time.Time: // a column declared DATE, DATETIME or TIMESTAMP
+		if v, ok := v.(time.Time); ok {
+			*d = v
 			return nil
 		}
 	case *float64:

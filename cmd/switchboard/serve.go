@@ -87,6 +87,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	m.store.SetLogger(m.Logger)
 	tokenKey, err := m.store.Secret(ctx, "web-token", 32)
 	if err != nil {
 		return err
