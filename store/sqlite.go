@@ -38,7 +38,7 @@ type SQLite struct {
 	wc    *sql.Conn
 	wconn conn
 	r     *sql.DB
-	log atomic.Pointer[slog.Logger]
+	log   atomic.Pointer[slog.Logger]
 	// ck is the checkpointer's connection; commits counts commits for it.
 	ck      *sql.DB
 	commits atomic.Int64
