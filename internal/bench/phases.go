@@ -137,6 +137,16 @@ func (b *bench) webLoad(ctx context.Context) error {
 		}
 	}
 
+	for _, x := range []struct {
+		who string
+		r   *loadResult
+	}{{"echo", &e.open}, {"gateway", &g.open}} {
+		if len(x.r.latencies) > 0 {
+			b.note("fixed load, %s: p90 %s, p95 %s, p99.9 %s, max %s.", x.who,
+				ms(quantile(x.r.latencies, 0.9)), ms(quantile(x.r.latencies, 0.95)),
+				ms(quantile(x.r.latencies, 0.999)), ms(quantile(x.r.latencies, 1)))
+		}
+	}
 	b.note("fixed load starts once the server is idle after the closed loop: the echo server after %s, the gateway after %s.",
 		e.settle.Round(10*time.Millisecond), g.settle.Round(10*time.Millisecond))
 	ceiling := float64(b.opts.conns) * float64(time.Second) / float64(sendGap)
