@@ -135,10 +135,7 @@ func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int6
 		ON CONFLICT (bot, scope, scope_id) DO UPDATE SET updated_at = excluded.updated_at
 		RETURNING id`, uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at, at).Scan(&id)
 	if err == nil {
-		tx.onStored(func() {
-			tx.s.ids.sessions.Store(key, id)
-			tx.s.recent.touched(id, at)
-		})
+		tx.onStored(func() { tx.s.ids.sessions.Store(key, id) })
 	}
 	return id, err
 }

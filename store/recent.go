@@ -152,15 +152,6 @@ func (r *recent) stale(session string, at int64) bool {
 	return !ok || fromMicros(at).Sub(w.session.UpdatedAt) >= touchEvery
 }
 
-// touched notes that a session's row was written at at.
-func (r *recent) touched(session string, at int64) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if w, ok := r.sessions[session]; ok {
-		w.session.UpdatedAt = fromMicros(at)
-	}
-}
-
 // appendMessage adds a message just linked to a session to its window, if
 // the session has one.
 func (r *recent) appendMessage(session string, m gateway.Message) {
@@ -180,12 +171,7 @@ func (r *recent) appendMessage(session string, m gateway.Message) {
 	r.use(w)
 	w.msgs = append(w.msgs, historyView(m))
 	if over := len(w.msgs) - r.size; over > 0 {
-		// Re-sliced, not shifted: histories handed out share the array
-		// (see turn), so its elements are never overwritten; appends only
-		// write past every slice handed out (an append that outgrows the
-		// array moves to a new one, and the old one goes when no history
-		// holds it).
-		w.msgs = w.msgs[over:]
+		w.msgs = w.msgs[over:] // an append that outgrows the array moves to a new one
 		w.complete = false
 	}
 }
@@ -250,29 +236,17 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 	}
 	var hist []gateway.Message
 	if limit > 0 {
-		// The history is the window's messages from the end, skipping the
-		// turn's own and later ones from people. Usually those come last,
-		// and the history is a run of the window, handed out as it is
-		// (the window never overwrites its elements; callers only read).
+		// The window's messages from the end, skipping the turn's own and
+		// later ones from people.
 		msgID := t.message.ID
-		lo, hi, n := -1, -1, 0 // the run w.msgs[lo:hi] while contiguous
-		for i := len(w.msgs) - 1; i >= 0 && n < limit; i-- {
+		for i := len(w.msgs) - 1; i >= 0 && len(hist) < limit; i-- {
 			m := w.msgs[i]
 			if m.ID == msgID || (m.ID > msgID && m.From.Kind == "human") {
-				if hi >= 0 {
-					lo = -2 // a gap: not one run
-				}
 				continue
 			}
-			if hi < 0 {
-				hi = i + 1
-			}
-			if lo != -2 {
-				lo = i
-			}
-			n++
+			hist = append(hist, m)
 		}
-		if n < limit && !w.complete {
+		if len(hist) < limit && !w.complete {
 			if len(w.msgs) < r.size {
 				return d, "", windowMissing // a reload reads more
 			}
@@ -280,21 +254,7 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 			// holding the latest, cannot give its history.
 			return d, "", windowShort
 		}
-		switch {
-		case n == 0:
-		case lo >= 0:
-			hist = w.msgs[lo:hi:hi]
-		default:
-			hist = make([]gateway.Message, 0, n)
-			for i := len(w.msgs) - 1; i >= 0 && len(hist) < n; i-- {
-				m := w.msgs[i]
-				if m.ID == msgID || (m.ID > msgID && m.From.Kind == "human") {
-					continue
-				}
-				hist = append(hist, m)
-			}
-			slices.Reverse(hist)
-		}
+		slices.Reverse(hist)
 	}
 	r.use(w)
 	d.Session, d.History = w.session, hist

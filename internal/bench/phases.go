@@ -135,12 +135,6 @@ func (b *bench) webLoad(ctx context.Context) error {
 			b.note("fixed load: %s left %s of %s measured messages unanswered 5 s after the phase (it cannot keep up); they count at their wait so far, so \"≥\".",
 				x.who, thousands(int64(x.r.unanswered)), thousands(int64(len(x.r.latencies))))
 		}
-	}
-
-	for _, x := range []struct {
-		who string
-		r   *loadResult
-	}{{"echo", &e.open}, {"gateway", &g.open}} {
 		if len(x.r.latencies) > 0 {
 			b.note("fixed load, %s: p90 %s, p95 %s, p99.9 %s, max %s.", x.who,
 				ms(quantile(x.r.latencies, 0.9)), ms(quantile(x.r.latencies, 0.95)),
