@@ -213,7 +213,10 @@ func (s *SQLite) withConn(fn func(*conn) error) error {
 }
 
 // migrate applies the embedded migrations newer than the database's
-// user_version, each in its own transaction.
+// user_version, each in its own transaction. Foreign keys are off while a
+// migration runs, so it can rebuild a table others refer to (SQLite's
+// procedure for changes ALTER TABLE cannot make), and are checked before
+// it commits: a migration that breaks a reference is rolled back.
 func (s *SQLite) migrate(ctx context.Context) error {
 	var version int
 	err := s.withConn(func(c *conn) error {
@@ -236,19 +239,48 @@ func (s *SQLite) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		err = s.tx(ctx, func(tx *txn) error {
-			// A migration holds several statements: run it unprepared.
-			if _, err := tx.c.c.Exec(string(body), nil); err != nil {
-				return err
-			}
-			_, err := tx.c.c.Exec(fmt.Sprintf("PRAGMA user_version = %d", i+1), nil)
-			return err
-		})
+		err = s.migration(ctx, string(body), i+1)
 		if err != nil {
 			return fmt.Errorf("store: migration %s: %w", names[i], err)
 		}
 	}
 	return nil
+}
+
+// migration runs one migration's statements and sets user_version to
+// version, in one transaction, with foreign keys off until it ends.
+func (s *SQLite) migration(ctx context.Context, body string, version int) error {
+	setKeys := func(on string) error {
+		// Not in a transaction: SQLite ignores the pragma inside one.
+		return s.withConn(func(c *conn) error {
+			_, err := c.c.Exec("PRAGMA foreign_keys = "+on, nil)
+			return err
+		})
+	}
+	if err := setKeys("OFF"); err != nil {
+		return err
+	}
+	err := s.tx(ctx, func(tx *txn) error {
+		// A migration holds several statements: run it unprepared.
+		if _, err := tx.c.c.Exec(body, nil); err != nil {
+			return err
+		}
+		var table, parent string
+		var rowid, fk any
+		err := tx.QueryRowContext(ctx, "PRAGMA foreign_key_check").Scan(&table, &rowid, &parent, &fk)
+		if err == nil {
+			return fmt.Errorf("a row of %s (rowid %v) refers to a missing row of %s", table, rowid, parent)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		_, err = tx.c.c.Exec(fmt.Sprintf("PRAGMA user_version = %d", version), nil)
+		return err
+	})
+	if kerr := setKeys("ON"); err == nil {
+		err = kerr
+	}
+	return err
 }
 
 // writeReq is one write waiting for the committer.
