@@ -80,8 +80,8 @@ func ensureConversation(ctx context.Context, tx *txn, platform, chatID, bot stri
 	if !errors.Is(err, sql.ErrNoRows) {
 		return id, false, err
 	}
-	err = tx.QueryRowContext(ctx, `INSERT INTO conversations (platform, chat_id, bot, kind, name, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`, platform, chatID, bot, string(kind), name, at).Scan(&id)
+	id, err = insertID(tx, `INSERT INTO conversations (platform, chat_id, bot, kind, name, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, platform, chatID, bot, string(kind), name, at)
 	return id, err == nil, err
 }
 
@@ -129,11 +129,18 @@ func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int6
 	if v, ok := tx.s.ids.sessions.Load(key); ok {
 		return v.(string), nil
 	}
-	var id string
-	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, bot, scope, scope_id, created_at, updated_at)
+	// An insert that may find the session there already, then a read:
+	// RETURNING would build a temporary table per statement.
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, bot, scope, scope_id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (bot, scope, scope_id) DO UPDATE SET updated_at = excluded.updated_at
-		RETURNING id`, uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at, at).Scan(&id)
+		ON CONFLICT (bot, scope, scope_id) DO UPDATE SET updated_at = excluded.updated_at`,
+		uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at, at)
+	if err != nil {
+		return "", err
+	}
+	var id string
+	err = tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`,
+		key.Bot, key.Scope, key.ScopeID).Scan(&id)
 	if err == nil {
 		tx.onStored(func() { tx.s.ids.sessions.Store(key, id) })
 	}
