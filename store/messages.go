@@ -99,17 +99,20 @@ func addParticipant(ctx context.Context, tx *txn, conv int64, kind, id string, a
 }
 
 // insertMessage stores m (in conversation conv, or none when conv is 0)
-// and returns its ID.
+// and returns its ID. A group's messages are marked in_group, which puts
+// them in the index of groups' messages (see ChatMessages).
 func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message) (int64, error) {
 	var convArg any
+	inGroup := false
 	if conv != 0 {
 		convArg = conv
+		inGroup = m.ChatType == gateway.ChatGroup
 	}
 	return insertID(tx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
-		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, in_group)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
-		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID)
+		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, inGroup)
 }
 
 // insertID runs an INSERT and returns the new row's ID. (RETURNING would
@@ -389,10 +392,11 @@ func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit in
 	return msgs, nil
 }
 
-// ChatMessages implements gateway.Store.
+// ChatMessages implements gateway.Store. Only groups' messages are indexed
+// by chat; a private chat's history is read through its session.
 func (s *SQLite) ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]gateway.Message, error) {
 	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
-		FROM conversations c JOIN messages m ON m.conversation_id = c.id
+		FROM conversations c JOIN messages m ON m.conversation_id = c.id AND m.in_group = 1
 		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
 		platform, chatID, limit)
 	if err != nil {

@@ -1,8 +1,8 @@
 package store
 
 // These tests check migrations on databases that hold data: 0006 rebuilds
-// tables other tables refer to, and a migration that breaks a reference
-// is rolled back.
+// tables other tables refer to, 0007 marks groups' messages for their
+// index, and a migration that breaks a reference is rolled back.
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func openAt(t *testing.T, path string, version int) *sql.DB {
 	return db
 }
 
-func TestMigration6KeepsDataAndChecks(t *testing.T) {
+func TestMigrationsKeepDataAndChecks(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sb.db")
 	db := openAt(t, path, 5)
@@ -69,6 +69,9 @@ func TestMigration6KeepsDataAndChecks(t *testing.T) {
 			VALUES ('d2', 'finn', 'priest', 'u1', 'check it', 2, 'd1', 'queued', 1, 1)`,
 		`INSERT INTO turns (id, session_id, message_id, text, created_at, delegation_id) VALUES (5, 's1', 10, 'hello', 1, 'd1')`,
 		`INSERT INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at, parts_sent) VALUES (7, 11, 'web', 'matty', 'c1', 2, 2, 1)`,
+		`INSERT INTO conversations (id, platform, chat_id, kind, created_at) VALUES (2, 'telegram', '-100', 'group', 1)`,
+		`INSERT INTO messages (id, conversation_id, kind, from_kind, from_id, from_name, text, created_at)
+			VALUES (12, 2, 'chat', 'human', '42', 'Bo', 'hi all', 3)`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -99,6 +102,28 @@ func TestMigration6KeepsDataAndChecks(t *testing.T) {
 		t.Fatalf("pending turns after migration: %+v, %v", turns, err)
 	}
 
+	group, err := s.ChatMessages(ctx, "telegram", "-100", 10)
+	if err != nil || len(group) != 1 || group[0].Text != "hi all" {
+		t.Fatalf("group messages after migration: %+v, %v", group, err)
+	}
+	var plan []string
+	rows, err := s.r.Query(`EXPLAIN QUERY PLAN SELECT m.id FROM conversations c
+		JOIN messages m ON m.conversation_id = c.id AND m.in_group = 1
+		WHERE c.platform = 'telegram' AND c.chat_id = '-100' AND c.bot = '' ORDER BY m.id DESC LIMIT 5`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, parent, unused any
+		var detail string
+		rows.Scan(&id, &parent, &unused, &detail)
+		plan = append(plan, detail)
+	}
+	rows.Close()
+	if !strings.Contains(strings.Join(plan, "\n"), "messages_of_groups") {
+		t.Errorf("a group's messages are not read through messages_of_groups: %q", plan)
+	}
+
 	// The checks still hold, and writing a row builds no temporary table.
 	err = s.tx(ctx, func(tx *txn) error {
 		_, err := insertMessage(ctx, tx, 1, gateway.Message{Kind: "bogus", From: gateway.Party{Kind: "human"}, Time: time.Now()})
@@ -108,8 +133,8 @@ func TestMigration6KeepsDataAndChecks(t *testing.T) {
 		t.Errorf("a message of kind bogus: err = %v, want a CHECK failure", err)
 	}
 	for _, q := range []string{
-		`INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind, from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		`INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind, from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, in_group)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		`INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		`UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
 		`UPDATE delegations SET status = ?, result = ?, error = ?, retries = retries + ?, updated_at = ? WHERE id = ?`,
@@ -163,7 +188,7 @@ func TestMigrationBreakingAReferenceIsRolledBack(t *testing.T) {
 	if err := s.r.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n); err != nil || n != 1 {
 		t.Errorf("messages after the failed migration: %d, %v", n, err)
 	}
-	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 6 {
+	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 7 {
 		t.Errorf("user_version after the failed migration: %d, %v", version, err)
 	}
 	s.withConn(func(c *conn) error {
