@@ -236,6 +236,7 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 	}
 	var hist []gateway.Message
 	if limit > 0 {
+		hist = make([]gateway.Message, 0, min(limit, len(w.msgs)))
 		// The window's messages from the end, skipping the turn's own and
 		// later ones from people.
 		msgID := t.message.ID
