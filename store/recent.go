@@ -256,6 +256,9 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 			return d, "", windowShort
 		}
 		slices.Reverse(hist)
+		if len(hist) == 0 {
+			hist = nil // as the SQL path gives it
+		}
 	}
 	r.use(w)
 	d.Session, d.History = w.session, hist
