@@ -2,7 +2,9 @@ package store
 
 // These tests check migrations on databases that hold data: 0006 rebuilds
 // tables other tables refer to, 0007 marks groups' messages for their
-// index, and a migration that breaks a reference is rolled back.
+// index, and a migration that breaks a reference is rolled back. One
+// checks what 0006 was for: no write of a message's life builds a
+// temporary table.
 
 import (
 	"context"
@@ -204,4 +206,72 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// TestMessageWritesBuildNoTemporaryTables runs the writes of a message's
+// life — a new person's first message (new chat, new session), later
+// ones, a group's, the replies and their delivery marks — and then checks
+// every statement the committer prepared on the way: none of them may
+// build a temporary table (a CHECK with an IN list, RETURNING, an
+// unindexed IN), which costs an allocation and a teardown per run.
+func TestMessageWritesBuildNoTemporaryTables(t *testing.T) {
+	ctx := context.Background()
+	s := openBatchStore(t)
+	cycle := func(chatType gateway.ChatType, chat, msgID, platformReplyID string) {
+		t.Helper()
+		scope, scopeID := "user", "u1"
+		if chatType == gateway.ChatGroup {
+			scope, scopeID = "group", "telegram:"+chat
+		}
+		in := gateway.Inbound{
+			Event: gateway.Event{Platform: "telegram", Bot: "matty", ChatID: chat, ChatType: chatType,
+				MessageID: msgID, Sender: gateway.Sender{PlatformID: "42", Name: "Ann"}, Text: "hello", Time: time.Now()},
+			UserID: "u1", UserName: "Ann",
+			Turns: []gateway.TurnRequest{{Session: gateway.SessionKey{Bot: "matty", Scope: scope, ScopeID: scopeID}, Text: "hello"}},
+		}
+		res, err := s.AppendInbound(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.LoadTurn(ctx, res.Turns[0].ID, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply := gateway.Message{Platform: "telegram", ChatID: chat, ChatType: chatType, Kind: gateway.KindChat,
+			From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, Bot: "matty", Text: "hi", Time: time.Now()}
+		done, err := s.CompleteTurn(ctx, gateway.Completion{Turn: d.Ref, Session: d.Session.ID,
+			Posts: []gateway.Post{{Message: reply, Session: d.Session.ID}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.MarkSent(ctx, done.Outbox[0].OutboxID, platformReplyID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle(gateway.ChatPrivate, "42", "1", "")
+	cycle(gateway.ChatPrivate, "42", "2", "100")
+	cycle(gateway.ChatGroup, "-100", "7", "101")
+	cycle(gateway.ChatGroup, "-100", "8", "")
+	if _, err := s.PendingOutbox(ctx); err != nil { // commits the lazy marks
+		t.Fatal(err)
+	}
+	var prepared []string
+	s.tx(ctx, func(tx *txn) error { // the statement map is the committer's
+		prepared = nil
+		for q := range tx.c.stmts {
+			prepared = append(prepared, q)
+		}
+		return nil
+	})
+	if len(prepared) < 10 {
+		t.Fatalf("only %d statements prepared: %q", len(prepared), prepared)
+	}
+	for _, q := range prepared {
+		if verb, _, _ := strings.Cut(strings.TrimSpace(q), " "); verb == "BEGIN" || verb == "COMMIT" || verb == "ROLLBACK" || verb == "PRAGMA" {
+			continue
+		}
+		if ops := ephemeralOps(t, s, q); len(ops) > 0 {
+			t.Errorf("%s\nbuilds temporary tables: %v", strings.Join(strings.Fields(q), " "), ops)
+		}
+	}
 }
