@@ -106,7 +106,7 @@ func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message) 
 	inGroup := false
 	if conv != 0 {
 		convArg = conv
-		inGroup = m.ChatType == gateway.ChatGroup
+		inGroup = m.ChatType != gateway.ChatPrivate // as ensureConversation decides
 	}
 	return insertID(tx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
 		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, in_group)
@@ -185,22 +185,26 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 			}
 			m.Mentions = append(m.Mentions, name)
 		}
+		// The dedupe key is looked up before the message is written. (Taking
+		// a duplicate's message back afterwards would cost more than the
+		// lookup: deleting a message makes SQLite scan every table that
+		// refers to messages, none of which is indexed by message.)
+		var first int64
+		err = tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
+			WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
+			ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first)
+		if err == nil {
+			return duplicate(ctx, tx, &res, in, first)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
 		if m.ID, err = insertMessage(ctx, tx, conv, m); err != nil {
 			return err
 		}
-		// The dedupe key is claimed after the message is written: one
-		// statement instead of a lookup and an insert. A duplicate (rare:
-		// a platform re-sending, a widget retrying) takes the message
-		// back and answers with the one stored first.
-		key, err := tx.ExecContext(ctx, `INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, ev.Platform, ev.Bot, ev.ChatID, ev.MessageID, m.ID)
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
+			VALUES (?, ?, ?, ?, ?)`, ev.Platform, ev.Bot, ev.ChatID, ev.MessageID, m.ID); err != nil {
 			return err
-		}
-		if n, err := key.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return duplicate(ctx, tx, &res, in, m.ID)
 		}
 		res.Message = m
 		for _, t := range in.Turns {
@@ -237,19 +241,8 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 	return res, nil
 }
 
-// duplicate answers AppendInbound for a message stored before: it deletes
-// the copy just written (msgID) and returns the first.
-func duplicate(ctx context.Context, tx *txn, res *gateway.InboundResult, in gateway.Inbound, msgID int64) error {
-	ev := in.Event
-	if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, msgID); err != nil {
-		return err
-	}
-	var first int64
-	if err := tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
-		WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
-		ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first); err != nil {
-		return err
-	}
+// duplicate answers AppendInbound for a message stored before, first.
+func duplicate(ctx context.Context, tx *txn, res *gateway.InboundResult, in gateway.Inbound, first int64) error {
 	m, err := loadMessage(ctx, tx, first)
 	if err != nil {
 		return err

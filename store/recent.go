@@ -236,7 +236,6 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 	}
 	var hist []gateway.Message
 	if limit > 0 {
-		hist = make([]gateway.Message, 0, min(limit, len(w.msgs)))
 		// The window's messages from the end, skipping the turn's own and
 		// later ones from people.
 		msgID := t.message.ID
@@ -244,6 +243,9 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 			m := w.msgs[i]
 			if m.ID == msgID || (m.ID > msgID && m.From.Kind == "human") {
 				continue
+			}
+			if hist == nil {
+				hist = make([]gateway.Message, 0, min(limit, i+1))
 			}
 			hist = append(hist, m)
 		}
@@ -256,9 +258,6 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 			return d, "", windowShort
 		}
 		slices.Reverse(hist)
-		if len(hist) == 0 {
-			hist = nil // as the SQL path gives it
-		}
 	}
 	r.use(w)
 	d.Session, d.History = w.session, hist

@@ -269,6 +269,9 @@ func (s *SQLite) migration(ctx context.Context, body string, version int) error 
 		var rowid, fk any
 		err := tx.QueryRowContext(ctx, "PRAGMA foreign_key_check").Scan(&table, &rowid, &parent, &fk)
 		if err == nil {
+			if rowid == nil { // a WITHOUT ROWID table
+				return fmt.Errorf("a row of %s refers to a missing row of %s", table, parent)
+			}
 			return fmt.Errorf("a row of %s (rowid %v) refers to a missing row of %s", table, rowid, parent)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

@@ -198,10 +198,18 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 			}
 		}
 		if c.Retry != "" {
-			var tid int64
-			if err := tx.QueryRowContext(ctx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
-				SELECT session_id, message_id, ?, delegation_id, ? FROM turns WHERE id = ? RETURNING id`,
-				c.Retry, now, c.Turn.ID).Scan(&tid); err != nil {
+			// (RETURNING would build a temporary table.)
+			res, err := tx.ExecContext(ctx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+				SELECT session_id, message_id, ?, delegation_id, ? FROM turns WHERE id = ?`,
+				c.Retry, now, c.Turn.ID)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return fmt.Errorf("retry of turn %d: %d rows, %v", c.Turn.ID, n, err)
+			}
+			tid, err := res.LastInsertId()
+			if err != nil {
 				return err
 			}
 			out.Turns = append(out.Turns, gateway.TurnRef{ID: tid, SessionID: c.Session})

@@ -1,3 +1,5 @@
+-- Two changes that make every message cheaper to write.
+--
 -- A CHECK (x IN ('a', 'b', 'c')) costs a temporary table every time a row
 -- is written: SQLite codes a constant IN list of more than two values as
 -- an ephemeral index, built and torn down per row, and the teardown hands
@@ -5,10 +7,16 @@
 -- delegations are rebuilt with the same checks written as comparisons.
 -- Under load this was a quarter of the writer's time.
 --
+-- Under load every message lands on its own page of each per-chat index,
+-- and every such page is written to the WAL with each commit. The index
+-- of messages by conversation served one query, a group's recent
+-- messages (a private chat's history is read through its session), so it
+-- now holds group messages only: messages.in_group says which those are.
+--
 -- SQLite cannot alter a CHECK in place: each table is copied into a new
 -- one, the old one dropped and the new one renamed (SQLite's documented
 -- procedure; the migrator runs it with foreign keys off and checks them
--- before committing). Row IDs are kept, so every reference still holds.
+-- before committing). IDs are kept, so every reference still holds.
 
 CREATE TABLE messages_new (
 	id              INTEGER PRIMARY KEY,
@@ -24,15 +32,17 @@ CREATE TABLE messages_new (
 	mentions        TEXT NOT NULL DEFAULT '',
 	reply_to        TEXT NOT NULL DEFAULT '',
 	created_at      INTEGER NOT NULL,
-	delegation_id   TEXT NOT NULL DEFAULT ''
+	delegation_id   TEXT NOT NULL DEFAULT '',
+	in_group        INTEGER NOT NULL DEFAULT 0
 );
 INSERT INTO messages_new (id, conversation_id, platform_msg_id, kind, from_kind, from_id, from_name,
-	user_id, bot, text, mentions, reply_to, created_at, delegation_id)
+	user_id, bot, text, mentions, reply_to, created_at, delegation_id, in_group)
 SELECT id, conversation_id, platform_msg_id, kind, from_kind, from_id, from_name,
-	user_id, bot, text, mentions, reply_to, created_at, delegation_id FROM messages;
+	user_id, bot, text, mentions, reply_to, created_at, delegation_id,
+	conversation_id IN (SELECT id FROM conversations WHERE kind = 'group') FROM messages;
 DROP TABLE messages;
 ALTER TABLE messages_new RENAME TO messages;
-CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
+CREATE INDEX messages_of_groups ON messages (conversation_id, id) WHERE in_group = 1;
 
 CREATE TABLE outbox_new (
 	id              INTEGER PRIMARY KEY,
@@ -79,7 +89,10 @@ CREATE TABLE delegations_new (
 	created_at       INTEGER NOT NULL,
 	updated_at       INTEGER NOT NULL
 );
-INSERT INTO delegations_new SELECT id, from_bot, to_bot, user_id, user_name, task, depth, parent_id,
+INSERT INTO delegations_new (id, from_bot, to_bot, user_id, user_name, task, depth, parent_id,
+	status, result, error, origin_platform, origin_chat, origin_chat_type, origin_sender, from_session,
+	expected_outputs, retries, created_at, updated_at)
+SELECT id, from_bot, to_bot, user_id, user_name, task, depth, parent_id,
 	status, result, error, origin_platform, origin_chat, origin_chat_type, origin_sender, from_session,
 	expected_outputs, retries, created_at, updated_at FROM delegations;
 DROP TABLE delegations;
