@@ -539,3 +539,58 @@ func TestDuplicateInbound(t *testing.T) {
 		})
 	}
 }
+
+// TestWALRestartsUnderSteadyWrites checks that the WAL starts again from
+// its beginning although the checkpoint beside the writer never copies
+// every frame (here a reader's snapshot holds it back, as the writer's
+// own new frames do under load): the committer finishes it between two
+// batches, and the next transaction restarts the WAL.
+func TestWALRestartsUnderSteadyWrites(t *testing.T) {
+	ctx := context.Background()
+	s := openBatchStore(t)
+	s.restartFrames = 1
+	frames := func() int {
+		t.Helper()
+		var busy, log, copied int
+		if err := s.ck.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &copied); err != nil {
+			t.Fatal(err)
+		}
+		return log
+	}
+	n := 0
+	write := func() {
+		t.Helper()
+		n++
+		in := gateway.Inbound{
+			Event: gateway.Event{Platform: "web", Bot: "matty", ChatID: fmt.Sprint("c", n), ChatType: gateway.ChatPrivate,
+				MessageID: "m", Sender: gateway.Sender{PlatformID: fmt.Sprint("v", n)}, Text: "hello", Time: time.Now()},
+			UserID: fmt.Sprint("u", n),
+			Turns:  []gateway.TurnRequest{{Session: gateway.SessionKey{Bot: "matty", Scope: "user", ScopeID: fmt.Sprint("u", n)}, Text: "hello"}},
+		}
+		if _, err := s.AppendInbound(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 30 {
+		write()
+	}
+	reader, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count int
+	if err := reader.QueryRow("SELECT COUNT(*) FROM messages").Scan(&count); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		write()
+	}
+	grown := frames() // copies only what the reader's snapshot allows
+	s.checkpoint()    // the same, and asks the committer to finish
+	reader.Rollback()
+	write() // the committer finishes the checkpoint after this batch
+	write() // and this transaction starts the WAL again
+	if after := frames(); after >= grown {
+		t.Errorf("the WAL holds %d frames after the restart, %d before: it did not start again", after, grown)
+	}
+}

@@ -42,9 +42,13 @@ type SQLite struct {
 	// ck is the checkpointer's connection; commits counts commits for it.
 	ck      *sql.DB
 	commits atomic.Int64
-	stmts   stmtCache
-	ids     idCache
-	recent  recent
+	// finishCheckpoint asks the committer to finish the checkpointer's
+	// last checkpoint, once the WAL holds restartFrames (see checkpoint).
+	finishCheckpoint atomic.Bool
+	restartFrames    int
+	stmts            stmtCache
+	ids              idCache
+	recent           recent
 
 	// Writes go to one committer goroutine, which runs whatever is waiting
 	// in one transaction (group commit); see runBatch for how one failure
@@ -96,7 +100,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &SQLite{w: w, wc: wc, wconn: conn{stmts: make(map[string]*sqlite3.SQLiteStmt)}}
+	s := &SQLite{w: w, wc: wc, wconn: conn{stmts: make(map[string]*sqlite3.SQLiteStmt)}, restartFrames: restartFrames}
 	if err := s.migrate(ctx); err != nil {
 		s.closeWriter()
 		return nil, err
@@ -143,11 +147,21 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 // passes 1,000 pages — under load, every few commits, with every write
 // waiting behind it. Instead a separate connection runs a passive
 // checkpoint (which never blocks the writer) every checkpointEvery while
-// there are writes; the writer checkpoints itself only if the WAL grows
-// past backstopCheckpointPages regardless.
+// there are writes.
+//
+// The WAL starts again from its beginning only when a write transaction
+// begins with every frame copied back. Under steady writes a checkpoint
+// beside the writer never gets there — the writer adds frames while it
+// copies — so the WAL would grow to the writer's own backstop
+// (backstopCheckpointPages), whose checkpoint runs inside a commit and
+// stalls every write for 15–25 ms. So once the WAL holds restartFrames,
+// the committer, between two batches, checkpoints what was committed
+// since the passive checkpoint began: a small copy and two fsyncs, a few
+// milliseconds. Its next transaction restarts the WAL.
 const (
 	checkpointEvery         = 250 * time.Millisecond
 	backstopCheckpointPages = 16384 // 64 MiB of 4 KiB pages
+	restartFrames           = 4096  // 16 MiB
 )
 
 // checkpointLoop runs passive checkpoints, and drops idle windows from
@@ -165,10 +179,33 @@ func (s *SQLite) checkpointLoop() {
 		s.recent.sweep(time.Now())
 		if n := s.commits.Load(); n != done {
 			done = n
-			// A failure is left to the next tick and to the backstop.
-			s.ck.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+			s.checkpoint()
 		}
 	}
+}
+
+// checkpoint runs a passive checkpoint beside the writer and, when the
+// WAL has grown to restartFrames, asks the committer to finish it. A
+// failure is left to the next round and to the backstop.
+func (s *SQLite) checkpoint() {
+	var busy, frames, copied int
+	err := s.ck.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	if err == nil && frames >= s.restartFrames {
+		s.finishCheckpoint.Store(true)
+	}
+}
+
+// finishWAL copies back what the WAL gained since the last passive
+// checkpoint, so the next write transaction restarts the WAL. It runs on
+// the committer, between batches. A failure (a reader still using old
+// frames) is left to the next round.
+func (s *SQLite) finishWAL() {
+	s.withConn(func(c *conn) error {
+		// Unprepared: a prepared statement that returns a row would stay
+		// in progress and keep the next COMMIT from finishing.
+		_, err := c.c.Exec("PRAGMA wal_checkpoint(PASSIVE)", nil)
+		return err
+	})
 }
 
 // Close stops the committer and the checkpointer, then closes the
@@ -380,6 +417,9 @@ func (s *SQLite) commitLoop() {
 		}
 		if len(batch) > 0 {
 			s.runBatch(batch)
+		}
+		if s.finishCheckpoint.Swap(false) {
+			s.finishWAL()
 		}
 	}
 }
