@@ -141,7 +141,7 @@ func (r *recent) doneTurn(turnID int64, session, resumeID string, at int64, touc
 }
 
 // touchEvery is how often a session's updated_at is written at most.
-const touchEvery = time.Second
+const touchEvery = 10 * time.Second
 
 // stale says whether a session's updated_at is older than touchEvery at
 // at (true when the session has no window: its row is not known).

@@ -25,8 +25,8 @@ import (
 )
 
 // recentClock is a fake clock for timeNow (the time CompleteTurn stamps
-// session updates with), so the once-a-second touch of updated_at is
-// exercised both ways. It is read by the committer goroutine, hence atomic.
+// session updates with), so the touch of updated_at at most every
+// touchEvery is exercised both ways. It is read by the committer goroutine, hence atomic.
 type recentClock struct{ us atomic.Int64 }
 
 func (c *recentClock) now() time.Time          { return time.UnixMicro(c.us.Load()) }
@@ -572,9 +572,9 @@ func TestRecentMatchesSQL(t *testing.T) {
 				default:
 					m.answer()
 				}
-				// Sometimes under a second (updated_at is not written),
-				// sometimes more.
-				clock.advance(time.Duration(m.rng.IntN(1_500_000)) * time.Microsecond)
+				// Sometimes under touchEvery (updated_at is not
+				// written), sometimes more.
+				clock.advance(time.Duration(m.rng.Int64N(int64(touchEvery) * 3 / 2)).Truncate(time.Microsecond))
 				// LastPrivateChat of every session after every step; the
 				// windows of the sessions just written (all every 20
 				// steps: the full check reads every session's rows).
@@ -782,11 +782,11 @@ func TestRecentAfterReopen(t *testing.T) {
 	checkWindows(t, s, nil)
 }
 
-// TestCompleteTurnTouchesSession checks the once-a-second write of a
-// session's updated_at, which CompleteTurn decides from the window: the
-// row moves to the completion's time when it is a second or more older,
-// or when a resume ID is written, and stays otherwise; the window's copy
-// follows it. Without a window (after a reopen) the row's age is not
+// TestCompleteTurnTouchesSession checks the write of a session's
+// updated_at at most every touchEvery, which CompleteTurn decides from the
+// window: the row moves to the completion's time when it is touchEvery or
+// more older, or when a resume ID is written, and stays otherwise; the
+// window's copy follows it. Without a window (after a reopen) the row's age is not
 // known, so it is written.
 func TestCompleteTurnTouchesSession(t *testing.T) {
 	clock := useRecentClock(t)
@@ -810,11 +810,11 @@ func TestCompleteTurnTouchesSession(t *testing.T) {
 		reopen  bool // reopen the store before completing
 		touch   bool
 	}{
-		{"0.2s after the row", 200 * time.Millisecond, "", false, false},
-		{"0.9s after the row", 700 * time.Millisecond, "", false, false},
-		{"1s after the row", 100 * time.Millisecond, "", false, true},
-		{"1µs short of a second", time.Second - time.Microsecond, "", false, false},
-		{"exactly a second", time.Microsecond, "", false, true},
+		{"a fifth of touchEvery after the row", touchEvery / 5, "", false, false},
+		{"nine tenths after the row", touchEvery * 7 / 10, "", false, false},
+		{"touchEvery after the row", touchEvery / 10, "", false, true},
+		{"1µs short of touchEvery", touchEvery - time.Microsecond, "", false, false},
+		{"exactly touchEvery", time.Microsecond, "", false, true},
 		{"a resume ID is always written", 10 * time.Millisecond, "r1", false, true},
 		{"10ms after the resume ID", 10 * time.Millisecond, "", false, false},
 		{"no window after a reopen", 10 * time.Millisecond, "", true, true},

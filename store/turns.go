@@ -221,8 +221,8 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 			return nil
 		}
 		// A session's updated_at moves with every turn, but is written at
-		// most once a second: a busy session would otherwise update its
-		// row with every message.
+		// most every touchEvery (10 s): a busy session would otherwise
+		// update its row, on a page of its own, with every message.
 		touch := c.ResumeID != "" || s.recent.stale(c.Session, now)
 		tx.onStored(func() { s.recent.doneTurn(c.Turn.ID, c.Session, c.ResumeID, now, touch) })
 		if c.ResumeID != "" {
