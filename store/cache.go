@@ -1,6 +1,6 @@
 package store
 
-import "sync"
+import "github.com/switchboard-chat/switchboard/gateway"
 
 // idCache remembers rows that never change once written — a chat's
 // conversation ID, who takes part in it, a session's ID — so the hot path
@@ -8,10 +8,21 @@ import "sync"
 // that wrote (or read) them commits, so a rolled-back write is never
 // remembered. The cache is bounded by the number of chats, participants
 // and sessions, which the database holds anyway.
+//
+// Only the committer uses it — inside writes and their onStored
+// callbacks — so its maps need no lock.
 type idCache struct {
-	convs    sync.Map // convKey → int64
-	members  sync.Map // memberKey → struct{}
-	sessions sync.Map // gateway.SessionKey → session ID
+	convs    map[convKey]int64
+	members  map[memberKey]struct{}
+	sessions map[gateway.SessionKey]string
+}
+
+func newIDCache() idCache {
+	return idCache{
+		convs:    make(map[convKey]int64),
+		members:  make(map[memberKey]struct{}),
+		sessions: make(map[gateway.SessionKey]string),
+	}
 }
 
 type convKey struct{ platform, chat, bot string }

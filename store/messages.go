@@ -68,12 +68,12 @@ func ensureConversation(ctx context.Context, tx *txn, platform, chatID, bot stri
 		bot = ""
 	}
 	key := convKey{platform, chatID, bot}
-	if v, ok := tx.s.ids.convs.Load(key); ok {
-		return v.(int64), false, nil
+	if id, ok := tx.s.ids.convs[key]; ok {
+		return id, false, nil
 	}
 	defer func() {
 		if err == nil {
-			tx.onStored(func() { tx.s.ids.convs.Store(key, id) })
+			tx.onStored(func() { tx.s.ids.convs[key] = id })
 		}
 	}()
 	err = tx.QueryRowContext(ctx, `SELECT id FROM conversations WHERE platform = ? AND chat_id = ? AND bot = ?`, platform, chatID, bot).Scan(&id)
@@ -87,13 +87,13 @@ func ensureConversation(ctx context.Context, tx *txn, platform, chatID, bot stri
 
 func addParticipant(ctx context.Context, tx *txn, conv int64, kind, id string, at int64) error {
 	key := memberKey{conv, kind, id}
-	if _, ok := tx.s.ids.members.Load(key); ok {
+	if _, ok := tx.s.ids.members[key]; ok {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO participants (conversation_id, kind, participant_id, joined_at)
 		VALUES (?, ?, ?, ?)`, conv, kind, id, at)
 	if err == nil {
-		tx.onStored(func() { tx.s.ids.members.Store(key, struct{}{}) })
+		tx.onStored(func() { tx.s.ids.members[key] = struct{}{} })
 	}
 	return err
 }
@@ -129,8 +129,8 @@ func insertID(tx *txn, q string, args ...any) (int64, error) {
 // A session known to exist is not touched here: its updated_at moves when
 // a turn completes.
 func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int64) (string, error) {
-	if v, ok := tx.s.ids.sessions.Load(key); ok {
-		return v.(string), nil
+	if id, ok := tx.s.ids.sessions[key]; ok {
+		return id, nil
 	}
 	// An insert that may find the session there already, then a read:
 	// RETURNING would build a temporary table per statement.
@@ -145,7 +145,7 @@ func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int6
 	err = tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`,
 		key.Bot, key.Scope, key.ScopeID).Scan(&id)
 	if err == nil {
-		tx.onStored(func() { tx.s.ids.sessions.Store(key, id) })
+		tx.onStored(func() { tx.s.ids.sessions[key] = id })
 	}
 	return id, err
 }

@@ -100,7 +100,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &SQLite{w: w, wc: wc, wconn: conn{stmts: make(map[string]*sqlite3.SQLiteStmt)}, restartFrames: restartFrames}
+	s := &SQLite{w: w, wc: wc, wconn: conn{stmts: make(map[string]*sqlite3.SQLiteStmt)}, restartFrames: restartFrames, ids: newIDCache()}
 	if err := s.migrate(ctx); err != nil {
 		s.closeWriter()
 		return nil, err
