@@ -307,7 +307,7 @@ func (s *SQLite) LastPrivateChat(ctx context.Context, sessionID string) (gateway
 
 // FindSession implements gateway.Store.
 func (s *SQLite) FindSession(ctx context.Context, key gateway.SessionKey) (gateway.Session, bool, error) {
-	row := s.queryRow(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+	row := s.queryRow(ctx, `SELECT `+sessionColumns+`
 		FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`, key.Bot, key.Scope, key.ScopeID)
 	sess, err := scanSession(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -321,7 +321,7 @@ func (s *SQLite) FindSession(ctx context.Context, key gateway.SessionKey) (gatew
 
 // ListSessions implements gateway.Store.
 func (s *SQLite) ListSessions(ctx context.Context, f gateway.SessionFilter) ([]gateway.Session, error) {
-	q := `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at FROM sessions WHERE 1 = 1`
+	q := `SELECT ` + sessionColumns + ` FROM sessions WHERE 1 = 1`
 	var args []any
 	if f.Bot != "" {
 		q += ` AND bot = ?`
@@ -357,13 +357,16 @@ func (s *SQLite) ListSessions(ctx context.Context, f gateway.SessionFilter) ([]g
 
 // GetSession implements gateway.Store.
 func (s *SQLite) GetSession(ctx context.Context, id string) (gateway.Session, error) {
-	sess, err := scanSession(s.queryRow(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at
+	sess, err := scanSession(s.queryRow(ctx, `SELECT `+sessionColumns+`
 		FROM sessions WHERE id = ?`, id))
 	if err != nil {
 		return sess, fmt.Errorf("store: get session: %w", notFound(err))
 	}
 	return sess, nil
 }
+
+// sessionColumns is the select list of sessions scanSession reads.
+const sessionColumns = `id, bot, scope, scope_id, resume_id, created_at, updated_at`
 
 func scanSession(row scanner) (gateway.Session, error) {
 	var s gateway.Session

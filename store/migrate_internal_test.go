@@ -196,18 +196,12 @@ func TestMigrationBreakingAReferenceIsRolledBack(t *testing.T) {
 		t.Errorf("user_version after the failed migration: %d, %v", version, err)
 	}
 	s.withConn(func(c *conn) error {
-		return row{r: must(c.query("PRAGMA foreign_keys"))}.Scan(&keys)
+		r, err := c.query("PRAGMA foreign_keys")
+		return row{r: r, err: err}.Scan(&keys)
 	})
 	if keys != 1 {
 		t.Errorf("foreign keys on the writer after a migration: %d, want 1", keys)
 	}
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 // TestMessageWritesBuildNoTemporaryTables runs the writes of a message's

@@ -276,14 +276,11 @@ func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 	size := s.recent.want(0)
 	return s.tx(ctx, func(tx *txn) error {
 		w := &window{id: session}
-		var created, updated int64
-		k := &w.session.Key
-		if err := tx.QueryRowContext(ctx, `SELECT id, bot, scope, scope_id, resume_id, created_at, updated_at FROM sessions WHERE id = ?`, session).
-			Scan(&w.session.ID, &k.Bot, &k.Scope, &k.ScopeID, &w.session.ResumeID, &created, &updated); err != nil {
+		var err error
+		if w.session, err = scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, session)); err != nil {
 			return notFound(err)
 		}
-		w.session.CreatedAt, w.session.UpdatedAt = fromMicros(created), fromMicros(updated)
-		rows, err := tx.QueryContext(ctx, `SELECT m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at
+		rows, err := tx.QueryContext(ctx, `SELECT `+historyColumns+`
 			FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 			WHERE sm.session_id = ? ORDER BY sm.message_id DESC LIMIT ?`, session, size+1)
 		if err != nil {
@@ -291,12 +288,10 @@ func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var m gateway.Message
-			var at int64
-			if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at); err != nil {
+			m, err := scanHistory(rows)
+			if err != nil {
 				return err
 			}
-			m.Time = fromMicros(at)
 			w.msgs = append(w.msgs, m)
 		}
 		if err := rows.Err(); err != nil {

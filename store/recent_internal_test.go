@@ -195,7 +195,7 @@ func snapshotWindows(s *SQLite) (map[string]windowCopy, int) {
 // first.
 func sessionRows(t *testing.T, s *SQLite, session string) []gateway.Message {
 	t.Helper()
-	rows, err := s.query(context.Background(), `SELECT m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at
+	rows, err := s.query(context.Background(), `SELECT `+historyColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		WHERE sm.session_id = ? ORDER BY sm.message_id`, session)
 	if err != nil {
@@ -204,12 +204,10 @@ func sessionRows(t *testing.T, s *SQLite, session string) []gateway.Message {
 	defer rows.Close()
 	var out []gateway.Message
 	for rows.Next() {
-		var m gateway.Message
-		var at int64
-		if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at); err != nil {
+		m, err := scanHistory(rows)
+		if err != nil {
 			t.Fatal(err)
 		}
-		m.Time = fromMicros(at)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -278,6 +276,18 @@ type recentSim struct {
 	touched  map[string]bool // sessions written since the last check
 	paths    map[loadPath]int
 	stats    map[string]int
+}
+
+// newRecentSim starts a simulation on a new store, with a fake clock and
+// a random source seeded with a and b.
+func newRecentSim(t *testing.T, a, b uint64) *recentSim {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sb.db")
+	return &recentSim{
+		t: t, ctx: context.Background(), path: path, s: openRecentStore(t, path),
+		rng: rand.New(rand.NewPCG(a, b)), clock: useRecentClock(t), known: map[string]bool{}, touched: map[string]bool{},
+		paths: map[loadPath]int{}, stats: map[string]int{},
+	}
 }
 
 type sentInbound struct {
@@ -546,13 +556,8 @@ func TestRecentMatchesSQL(t *testing.T) {
 		seed++
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			const steps = 300
-			clock := useRecentClock(t)
-			path := filepath.Join(t.TempDir(), "sb.db")
-			m := &recentSim{
-				t: t, ctx: context.Background(), path: path, s: openRecentStore(t, path),
-				rng: rand.New(rand.NewPCG(seed, 0x5b)), clock: clock, known: map[string]bool{}, touched: map[string]bool{},
-				paths: map[loadPath]int{}, stats: map[string]int{},
-			}
+			m := newRecentSim(t, seed, 0x5b)
+			clock := m.clock
 			cachedPrivate, trimmed := 0, 0
 			for step := range steps {
 				if step == steps/2 {
@@ -612,13 +617,8 @@ func TestRecentMatchesSQL(t *testing.T) {
 // queued: turns whose history the window still holds are served from it,
 // older ones fall back to SQL, and both agree with SQL.
 func TestRecentWindowOverflow(t *testing.T) {
-	clock := useRecentClock(t)
-	path := filepath.Join(t.TempDir(), "sb.db")
-	m := &recentSim{
-		t: t, ctx: context.Background(), path: path, s: openRecentStore(t, path),
-		rng: rand.New(rand.NewPCG(7, 7)), clock: clock, known: map[string]bool{}, touched: map[string]bool{},
-		paths: map[loadPath]int{}, stats: map[string]int{},
-	}
+	m := newRecentSim(t, 7, 7)
+	clock := m.clock
 	s := m.s
 	// Install the session's window at the largest size.
 	// (Posts and messages are made here one by one, so which messages the
@@ -698,13 +698,8 @@ func TestRecentWindowOverflow(t *testing.T) {
 // until the session's window is loaded, and a new turn loads that window
 // lazily; every answer matches SQL.
 func TestRecentAfterReopen(t *testing.T) {
-	clock := useRecentClock(t)
-	path := filepath.Join(t.TempDir(), "sb.db")
-	m := &recentSim{
-		t: t, ctx: context.Background(), path: path, s: openRecentStore(t, path),
-		rng: rand.New(rand.NewPCG(9, 9)), clock: clock, known: map[string]bool{}, touched: map[string]bool{},
-		paths: map[loadPath]int{}, stats: map[string]int{},
-	}
+	m := newRecentSim(t, 9, 9)
+	clock := m.clock
 	// Two sessions with some answered history and a queued turn each.
 	var queued []gateway.TurnRef
 	for _, user := range []string{"u1", "u2"} {
@@ -789,13 +784,8 @@ func TestRecentAfterReopen(t *testing.T) {
 // window's copy follows it. Without a window (after a reopen) the row's age is not
 // known, so it is written.
 func TestCompleteTurnTouchesSession(t *testing.T) {
-	clock := useRecentClock(t)
-	path := filepath.Join(t.TempDir(), "sb.db")
-	m := &recentSim{
-		t: t, ctx: context.Background(), path: path, s: openRecentStore(t, path),
-		rng: rand.New(rand.NewPCG(11, 11)), clock: clock, known: map[string]bool{}, touched: map[string]bool{},
-		paths: map[loadPath]int{}, stats: map[string]int{},
-	}
+	m := newRecentSim(t, 11, 11)
+	clock := m.clock
 	ctx := context.Background()
 	first := m.appendInbound(m.privateInbound("u3", "matty"))
 	sid := first.Turns[0].SessionID

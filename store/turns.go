@@ -98,14 +98,26 @@ func (s *SQLite) loadTurn(ctx context.Context, turnID int64, historyLimit int) (
 	return d, nil
 }
 
+// historyColumns is the select list scanHistory reads, from a session's
+// messages m: what a brain is shown of its history (kind, author, text
+// and time), as the recent cache's windows hold it too.
+const historyColumns = `m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at`
+
+func scanHistory(row scanner) (gateway.Message, error) {
+	var m gateway.Message
+	var at int64
+	err := row.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at)
+	m.Time = fromMicros(at)
+	return m, err
+}
+
 // history reads the last limit messages of a session before the message
-// being answered (and any later bot or system message), oldest first. Only
-// what a brain is shown is read: kind, author, text and time.
+// being answered (and any later bot or system message), oldest first.
 func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit int) ([]gateway.Message, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.query(ctx, `SELECT m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at
+	rows, err := s.query(ctx, `SELECT `+historyColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		WHERE sm.session_id = ? AND sm.message_id != ? AND (sm.message_id < ? OR m.from_kind != 'human')
 		ORDER BY sm.message_id DESC LIMIT ?`, session, msgID, msgID, limit)
@@ -115,12 +127,10 @@ func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit
 	defer rows.Close()
 	var out []gateway.Message
 	for rows.Next() {
-		var m gateway.Message
-		var at int64
-		if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at); err != nil {
+		m, err := scanHistory(rows)
+		if err != nil {
 			return nil, err
 		}
-		m.Time = fromMicros(at)
 		out = append(out, m)
 	}
 	slices.Reverse(out)

@@ -44,13 +44,19 @@ func (c *conn) stmt(q string) (*sqlite3.SQLiteStmt, error) {
 	return c.stmts[q], nil
 }
 
-// exec runs a statement.
-func (c *conn) exec(q string, args ...any) (sql.Result, error) {
+// bound returns the prepared statement for q and its arguments.
+func (c *conn) bound(q string, args []any) (*sqlite3.SQLiteStmt, []driver.NamedValue, error) {
 	st, err := c.stmt(q)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nv, err := c.namedValues(args)
+	return st, nv, err
+}
+
+// exec runs a statement.
+func (c *conn) exec(q string, args ...any) (sql.Result, error) {
+	st, nv, err := c.bound(q, args)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +65,7 @@ func (c *conn) exec(q string, args ...any) (sql.Result, error) {
 
 // query runs a statement that returns rows.
 func (c *conn) query(q string, args ...any) (*rows, error) {
-	st, err := c.stmt(q)
-	if err != nil {
-		return nil, err
-	}
-	nv, err := c.namedValues(args)
+	st, nv, err := c.bound(q, args)
 	if err != nil {
 		return nil, err
 	}
