@@ -77,20 +77,33 @@ func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, b
 func (o *outbox) enqueue(m Outbound) {
 	key := laneKey{m.Platform, m.ChatID}
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	l := o.lanes[key]
 	if l == nil {
 		l = &lane{}
 		o.lanes[key] = l
 	}
 	l.items = append(l.items, m)
-	o.startLocked(key, l)
+	start := o.startLocked(l)
+	o.mu.Unlock()
+	if start {
+		go o.work(key, l)
+	}
 }
 
 // wake resumes the parked lanes of the given chats.
 func (o *outbox) wake(platform string, chats []string) {
+	type laneOf struct {
+		key laneKey
+		l   *lane
+	}
+	var started []laneOf
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	defer func() {
+		o.mu.Unlock()
+		for _, s := range started {
+			go o.work(s.key, s.l)
+		}
+	}()
 	for _, chat := range chats {
 		key := laneKey{platform, chat}
 		l, ok := o.lanes[key]
@@ -105,7 +118,9 @@ func (o *outbox) wake(platform string, chats []string) {
 				l.expiry.Stop()
 				l.expiry = nil
 			}
-			o.startLocked(key, l)
+			if o.startLocked(l) {
+				started = append(started, laneOf{key, l})
+			}
 		}
 	}
 }
@@ -198,22 +213,23 @@ func (o *outbox) expire(key laneKey, l *lane, gen int, d time.Duration) {
 	}
 }
 
-// startLocked starts the lane's worker if it has none. Callers hold mu.
-func (o *outbox) startLocked(key laneKey, l *lane) {
+// startLocked marks the lane's worker started if it has none; the caller
+// then starts it (go o.work), once it has let go of mu. Callers hold mu.
+func (o *outbox) startLocked(l *lane) bool {
 	if l.running || l.parked || o.ctx.Err() != nil {
-		return
+		return false
 	}
 	l.running = true
 	o.running++
 	o.wg.Add(1)
-	go o.work(key, l)
+	return true
 }
 
 // work delivers a lane's entries until it is empty or parked.
 func (o *outbox) work(key laneKey, l *lane) {
 	defer o.wg.Done()
+	o.mu.Lock()
 	for {
-		o.mu.Lock()
 		if len(l.items) == 0 || o.ctx.Err() != nil {
 			if len(l.items) == 0 {
 				delete(o.lanes, key)
@@ -231,9 +247,7 @@ func (o *outbox) work(key laneKey, l *lane) {
 
 		o.mu.Lock()
 		if parked && l.wakes != wakes && o.ctx.Err() == nil {
-			// The recipient came back while we were failing to reach it.
-			o.mu.Unlock()
-			continue
+			continue // the recipient came back while we were failing to reach it
 		}
 		if parked {
 			o.parkLocked(key, l)
@@ -243,7 +257,6 @@ func (o *outbox) work(key laneKey, l *lane) {
 			return
 		}
 		l.items = l.items[1:]
-		o.mu.Unlock()
 	}
 }
 

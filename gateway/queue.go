@@ -40,7 +40,9 @@ func (q *queues) push(t TurnRef) {
 	q.active[t.SessionID] = append(waiting, t)
 	if !running {
 		q.wg.Add(1)
-		go q.work(t.SessionID)
+		// Started once the lock is let go: push runs on the store's
+		// committer, and no one should wait for a new goroutine there.
+		defer func() { go q.work(t.SessionID) }()
 	}
 }
 

@@ -230,7 +230,8 @@ type TurnData struct {
 	Text    string
 	// History is the session's earlier messages, oldest first. They carry
 	// what a brain is shown — kind, author, user, bot, text and time — not
-	// their chat.
+	// their chat. The slice may be shared with the store's cache: read
+	// it, do not write into it.
 	History []Message
 }
 

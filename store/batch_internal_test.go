@@ -497,6 +497,9 @@ func TestDuplicateInbound(t *testing.T) {
 					t.Errorf("OnStored of append %d got %+v; want once %+v", i, callback[i], want)
 				}
 			}
+			if err := s.linked(ctx); err != nil {
+				t.Fatal(err)
+			}
 			for _, q := range []struct{ table, query string }{
 				{"messages", `SELECT COUNT(*) FROM messages`},
 				{"inbound_keys", `SELECT COUNT(*) FROM inbound_keys`},

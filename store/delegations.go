@@ -85,12 +85,10 @@ func startDelegation(ctx context.Context, tx *txn, nd gateway.NewDelegation, now
 		Kind: gateway.KindWrapper, From: gateway.Party{Kind: "system", ID: d.From, Name: "delegation"},
 		UserID: d.UserID, Bot: d.To, Text: nd.Wrapper, Time: fromMicros(now), DelegationID: d.ID,
 	}
-	if wrapper.ID, err = insertMessage(ctx, tx, 0, wrapper); err != nil {
+	if wrapper.ID, err = insertMessage(ctx, tx, 0, wrapper, sid); err != nil {
 		return gateway.TurnRef{}, err
 	}
-	if err := linkMessage(ctx, tx, sid, wrapper, false); err != nil {
-		return gateway.TurnRef{}, err
-	}
+	linkMessage(tx, sid, wrapper)
 	ref := gateway.TurnRef{SessionID: sid}
 	if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
 		VALUES (?, ?, ?, ?, ?)`, sid, wrapper.ID, d.Task, d.ID, now); err != nil {
@@ -332,6 +330,9 @@ func (s *SQLite) ChatHasBot(ctx context.Context, platform, chatID, bot string) (
 // LastPrivateChatOfUser implements gateway.Store.
 func (s *SQLite) LastPrivateChatOfUser(ctx context.Context, userID string) (gateway.ChatRef, string, bool, error) {
 	c := gateway.ChatRef{Type: gateway.ChatPrivate}
+	if err := s.linked(ctx); err != nil {
+		return c, "", false, err
+	}
 	var pid string
 	// A person's private messages all belong to their user-scoped
 	// sessions (one per bot), so those are searched rather than every

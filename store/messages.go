@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,9 +100,11 @@ func addParticipant(ctx context.Context, tx *txn, conv int64, kind, id string, a
 }
 
 // insertMessage stores m (in conversation conv, or none when conv is 0)
-// and returns its ID. A group's messages are marked in_group, which puts
-// them in the index of groups' messages (see ChatMessages).
-func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message) (int64, error) {
+// and returns its ID; sessions are the sessions whose history it joins
+// (see sessionList and linkMessage). A group's messages are marked
+// in_group, which puts them in the index of groups' messages (see
+// ChatMessages).
+func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message, sessions string) (int64, error) {
 	var convArg any
 	inGroup := false
 	if conv != 0 {
@@ -109,10 +112,10 @@ func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message) 
 		inGroup = m.ChatType != gateway.ChatPrivate // as ensureConversation decides
 	}
 	return insertID(tx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
-		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, in_group)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, in_group, sessions)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
-		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, inGroup)
+		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, inGroup, sessions)
 }
 
 // insertID runs an INSERT and returns the new row's ID. (RETURNING would
@@ -199,7 +202,13 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if m.ID, err = insertMessage(ctx, tx, conv, m); err != nil {
+		sids := make([]string, len(in.Turns))
+		for i, t := range in.Turns {
+			if sids[i], err = ensureSession(ctx, tx, t.Session, at); err != nil {
+				return err
+			}
+		}
+		if m.ID, err = insertMessage(ctx, tx, conv, m, sessionList(sids...)); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
@@ -207,13 +216,10 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 			return err
 		}
 		res.Message = m
-		for _, t := range in.Turns {
-			sid, err := ensureSession(ctx, tx, t.Session, at)
-			if err != nil {
-				return err
-			}
-			if err := linkMessage(ctx, tx, sid, m, true); err != nil {
-				return err
+		for i, t := range in.Turns {
+			sid := sids[i]
+			if !slices.Contains(sids[:i], sid) {
+				linkMessage(tx, sid, m)
 			}
 			ref := gateway.TurnRef{SessionID: sid}
 			var after any
@@ -294,6 +300,9 @@ func (s *SQLite) LastPrivateChat(ctx context.Context, sessionID string) (gateway
 		return c, found, nil
 	}
 	var c gateway.ChatRef
+	if err := s.linked(ctx); err != nil {
+		return c, false, err
+	}
 	err := s.queryRow(ctx, lastPrivateChatQuery, sessionID).Scan(&c.Platform, &c.ChatID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
@@ -378,6 +387,9 @@ func scanSession(row scanner) (gateway.Session, error) {
 
 // SessionMessages implements gateway.Store.
 func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit int) ([]gateway.Message, error) {
+	if err := s.linked(ctx); err != nil {
+		return nil, err
+	}
 	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		LEFT JOIN conversations c ON c.id = m.conversation_id

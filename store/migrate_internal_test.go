@@ -130,7 +130,7 @@ func TestMigrationsKeepDataAndChecks(t *testing.T) {
 	// table (a message's writes are checked by
 	// TestMessageWritesBuildNoTemporaryTables).
 	err = s.tx(ctx, func(tx *txn) error {
-		_, err := insertMessage(ctx, tx, 1, gateway.Message{Kind: "bogus", From: gateway.Party{Kind: "human"}, Time: time.Now()})
+		_, err := insertMessage(ctx, tx, 1, gateway.Message{Kind: "bogus", From: gateway.Party{Kind: "human"}, Time: time.Now()}, "")
 		return err
 	})
 	if err == nil || !strings.Contains(err.Error(), "CHECK") {
@@ -192,7 +192,7 @@ func TestMigrationBreakingAReferenceIsRolledBack(t *testing.T) {
 	if err := s.r.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n); err != nil || n != 1 {
 		t.Errorf("messages after the failed migration: %d, %v", n, err)
 	}
-	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 6 {
+	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 7 {
 		t.Errorf("user_version after the failed migration: %d, %v", version, err)
 	}
 	s.withConn(func(c *conn) error {

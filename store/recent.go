@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/gateway"
@@ -49,8 +50,9 @@ type recent struct {
 	sessions map[string]*window
 	lru      list.List // of *window, most recently used first
 	// size is how many messages a window keeps: the largest history asked
-	// for plus windowSlack.
-	size int
+	// for plus windowSlack. It only grows, under mu; it is read without
+	// mu by want, which every turn calls.
+	size atomic.Int64
 }
 
 // cachedTurn is a pending turn as its write stored it.
@@ -170,7 +172,7 @@ func (r *recent) appendMessage(session string, m gateway.Message) {
 	}
 	r.use(w)
 	w.msgs = append(w.msgs, historyView(m))
-	if over := len(w.msgs) - r.size; over > 0 {
+	if over := len(w.msgs) - int(r.size.Load()); over > 0 {
 		w.msgs = w.msgs[over:] // an append that outgrows the array moves to a new one
 		w.complete = false
 	}
@@ -212,10 +214,14 @@ func (r *recent) lastPrivate(session string) (c gateway.ChatRef, found, cached b
 // want grows the windows to hold a history of limit messages and returns
 // their new size.
 func (r *recent) want(limit int) int {
+	if n := int(r.size.Load()); n >= limit+windowSlack {
+		return n
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.size = max(r.size, limit+windowSlack)
-	return r.size
+	n := max(int(r.size.Load()), limit+windowSlack)
+	r.size.Store(int64(n))
+	return n
 }
 
 // turn builds a turn's data from the cache. The history is the session's
@@ -235,10 +241,19 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 		return d, "", windowMissing
 	}
 	var hist []gateway.Message
-	if limit > 0 {
+	msgID := t.message.ID
+	if n := len(w.msgs); limit > 0 && n > 0 && w.msgs[n-1].ID == msgID && (n > limit || w.complete) {
+		// The usual case: the turn's message is the session's latest, so
+		// the history is the run of messages before it. It shares the
+		// window's array: a window never changes a message it holds, and
+		// the capacity ends at the run, so appending to the window (or
+		// to the history) never writes into it.
+		if start := max(0, n-1-limit); start < n-1 {
+			hist = w.msgs[start : n-1 : n-1]
+		}
+	} else if limit > 0 {
 		// The window's messages from the end, skipping the turn's own and
 		// later ones from people.
-		msgID := t.message.ID
 		for i := len(w.msgs) - 1; i >= 0 && len(hist) < limit; i-- {
 			m := w.msgs[i]
 			if m.ID == msgID || (m.ID > msgID && m.From.Kind == "human") {
@@ -250,7 +265,7 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 			hist = append(hist, m)
 		}
 		if len(hist) < limit && !w.complete {
-			if len(w.msgs) < r.size {
+			if len(w.msgs) < int(r.size.Load()) {
 				return d, "", windowMissing // a reload reads more
 			}
 			// Many later messages are queued behind this one: the window,
@@ -275,6 +290,9 @@ func historyView(m gateway.Message) gateway.Message {
 func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 	size := s.recent.want(0)
 	return s.tx(ctx, func(tx *txn) error {
+		if err := s.flushLinks(tx); err != nil {
+			return err
+		}
 		w := &window{id: session}
 		var err error
 		if w.session, err = scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, session)); err != nil {
@@ -312,22 +330,4 @@ func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 		tx.onStored(func() { s.recent.install(w) })
 		return nil
 	})
-}
-
-// linkMessage adds a stored message to a session's history (and, once
-// committed, to its window). With ignoreDup, a link that exists already is
-// left alone.
-func linkMessage(ctx context.Context, tx *txn, session string, m gateway.Message, ignoreDup bool) error {
-	q := `INSERT INTO session_messages (session_id, message_id) VALUES (?, ?)`
-	if ignoreDup {
-		q = `INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`
-	}
-	res, err := tx.ExecContext(ctx, q, session, m.ID)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err == nil && n > 0 {
-		tx.onStored(func() { tx.s.recent.appendMessage(session, m) })
-	}
-	return nil
 }

@@ -139,6 +139,9 @@ func checkLoadTurn(t *testing.T, s *SQLite, id int64, limit int) (gateway.TurnDa
 func sqlLastPrivate(t *testing.T, s *SQLite, session string) (gateway.ChatRef, bool) {
 	t.Helper()
 	var c gateway.ChatRef
+	if err := s.linked(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	err := s.queryRow(context.Background(), lastPrivateChatQuery, session).Scan(&c.Platform, &c.ChatID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gateway.ChatRef{}, false
@@ -188,13 +191,16 @@ func snapshotWindows(s *SQLite) (map[string]windowCopy, int) {
 	for id, w := range s.recent.sessions {
 		out[id] = windowCopy{w.session, slices.Clone(w.msgs), w.complete, w.private, w.hasPrivate}
 	}
-	return out, s.recent.size
+	return out, int(s.recent.size.Load())
 }
 
 // sessionRows reads a session's messages as a window holds them, oldest
 // first.
 func sessionRows(t *testing.T, s *SQLite, session string) []gateway.Message {
 	t.Helper()
+	if err := s.linked(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	rows, err := s.query(context.Background(), `SELECT `+historyColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		WHERE sm.session_id = ? ORDER BY sm.message_id`, session)

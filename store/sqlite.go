@@ -49,6 +49,10 @@ type SQLite struct {
 	stmts            stmtCache
 	ids              idCache
 	recent           recent
+	// links are the session links not yet written (see links.go), owned
+	// by the committer; unlinked is how many committed ones wait.
+	links    linkLog
+	unlinked atomic.Int64
 
 	// Writes go to one committer goroutine, which runs whatever is waiting
 	// in one transaction (group commit); see runBatch for how one failure
@@ -102,6 +106,11 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	}
 	s := &SQLite{w: w, wc: wc, wconn: conn{stmts: make(map[string]*sqlite3.SQLiteStmt)}, restartFrames: restartFrames, ids: newIDCache()}
 	if err := s.migrate(ctx); err != nil {
+		s.closeWriter()
+		return nil, err
+	}
+	s.links.lastFlush = time.Now()
+	if err := s.relink(ctx); err != nil {
 		s.closeWriter()
 		return nil, err
 	}
@@ -370,6 +379,10 @@ func (s *SQLite) commitLoop() {
 	lazyDue := time.NewTimer(lazyWait)
 	lazyDue.Stop()
 	armed := false
+	// linksDue flushes the session links left waiting when writes stop.
+	linksDue := time.NewTimer(linkFlushEvery)
+	linksDue.Stop()
+	linksArmed := false
 	for {
 		var batch []writeReq
 		select {
@@ -389,10 +402,15 @@ func (s *SQLite) commitLoop() {
 				continue
 			case <-lazyDue.C:
 				armed = false
+			case <-linksDue.C:
+				linksArmed = false
+				s.runBatch([]writeReq{s.flushReq()})
+				continue
 			case <-s.quit:
 				if lazy := s.takeLazy(0); len(lazy) > 0 {
 					s.runBatch(lazy)
 				}
+				s.runBatch([]writeReq{s.flushReq()})
 				return
 			}
 		}
@@ -421,7 +439,20 @@ func (s *SQLite) commitLoop() {
 		if s.finishCheckpoint.Swap(false) {
 			s.finishWAL()
 		}
+		switch {
+		case s.links.due(time.Now()):
+			s.runBatch([]writeReq{s.flushReq()})
+		case len(s.links.done) > 0 && !linksArmed:
+			linksDue.Reset(linkFlushEvery)
+			linksArmed = true
+		}
 	}
+}
+
+// flushReq is a write of the session links that wait, which no one waits
+// for: if it fails, the links wait for the next one.
+func (s *SQLite) flushReq() writeReq {
+	return writeReq{ctx: context.Background(), fn: s.flushLinks}
 }
 
 // lazyWait bounds how long a lazy write waits for other writes to share
@@ -493,6 +524,7 @@ func (s *SQLite) runBatch(batch []writeReq) {
 func (s *SQLite) tryBatch(batch []writeReq) (errs []error, hooks [][]func(), ok bool) {
 	errs = make([]error, len(batch))
 	hooks = make([][]func(), len(batch))
+	s.links.begin()
 	err := s.withConn(func(c *conn) error {
 		if _, err := c.exec("BEGIN IMMEDIATE"); err != nil {
 			return err
@@ -515,9 +547,12 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, hooks [][]func(), ok 
 			return err
 		}
 		s.commits.Add(1)
+		s.links.committed(time.Now())
+		s.unlinked.Store(int64(len(s.links.done)))
 		return nil
 	})
 	if err != nil {
+		s.links.begin() // what the transaction staged is gone
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err

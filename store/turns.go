@@ -117,6 +117,9 @@ func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit
 	if limit <= 0 {
 		return nil, nil
 	}
+	if err := s.linked(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.query(ctx, `SELECT `+historyColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		WHERE sm.session_id = ? AND sm.message_id != ? AND (sm.message_id < ? OR m.from_kind != 'human')
@@ -262,15 +265,13 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 	if err := addParticipant(ctx, tx, conv, "bot", m.Bot, now); err != nil {
 		return gateway.Outbound{}, err
 	}
-	id, err := insertMessage(ctx, tx, conv, m)
+	id, err := insertMessage(ctx, tx, conv, m, p.Session)
 	if err != nil {
 		return gateway.Outbound{}, err
 	}
 	if p.Session != "" {
 		m.ID = id
-		if err := linkMessage(ctx, tx, p.Session, m, false); err != nil {
-			return gateway.Outbound{}, err
-		}
+		linkMessage(tx, p.Session, m)
 	}
 	o := gateway.Outbound{
 		MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
@@ -291,12 +292,13 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 // note stores a session-only message.
 func note(ctx context.Context, tx *txn, n gateway.Note) error {
 	m := n.Message
-	id, err := insertMessage(ctx, tx, 0, m)
+	id, err := insertMessage(ctx, tx, 0, m, n.Session)
 	if err != nil {
 		return err
 	}
 	m.ID = id
-	return linkMessage(ctx, tx, n.Session, m, false)
+	linkMessage(tx, n.Session, m)
+	return nil
 }
 
 func insertArtifacts(ctx context.Context, tx *txn, arts []gateway.ArtifactRecord, msgID int64, delegation string, now int64) error {

@@ -110,6 +110,9 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 		defer stopProfile()
 	}
+	if path := os.Getenv("SWITCHBOARD_MEMPROFILE"); path != "" {
+		defer writeAllocProfile(path, stderr)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -153,6 +156,21 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeAllocProfile writes what the process allocated, from its start, to
+// path (SWITCHBOARD_MEMPROFILE; see docs/performance.md).
+func writeAllocProfile(path string, stderr io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "switchboard: alloc profile:", err)
+	}
 }
 
 // logLevel reads SWITCHBOARD_LOG_LEVEL (debug, info, warn, error).
