@@ -11,71 +11,185 @@ import (
 	"github.com/switchboard-chat/switchboard/gateway"
 )
 
-// A session's history is the index session_messages, keyed by session.
-// Written with each message, every link lands on its own page under load
-// (sessions are many and their messages interleave), and every such page
-// goes to the WAL with each commit. So links are written in bulk instead,
-// about once a second and in session order, which lets a busy session's
-// links share a page write (migration 0007).
+// Two indexes of messages are keyed by something other than time: a
+// session's history (session_messages, by session) and the dedupe keys of
+// inbound messages (inbound_keys, by chat and platform message ID).
+// Written with each message, every entry lands on its own page under load
+// (sessions and chats are many and their messages interleave), and every
+// such page goes to the WAL with each commit. So their entries are
+// written in bulk instead, about once a second and in key order, which
+// lets a busy session's or chat's entries share a page write (migration
+// 0007).
 //
-// Until its links are flushed a message carries its sessions itself
-// (messages.sessions), and meta's linked_upto is the last message ID
-// whose links are all in session_messages: Open re-links the messages
-// after it, which a crash may have left unlinked. Readers of
-// session_messages call linked first, which flushes whatever waits.
+// Until then a message carries what they need itself (messages.sessions,
+// and its chat and platform message ID), and meta's linked_upto is the
+// last message ID whose entries are all written: Open writes those of the
+// messages after it, which a crash may have left out. Readers of
+// session_messages call linked first, which flushes whatever waits; the
+// dedupe lookup checks the entries that wait (pendingKey) before the
+// table.
 
 // Bounds of the link log.
 const (
-	// linkFlushEvery is how long committed links wait at most, when
-	// writes go on, before the committer flushes them.
+	// linkFlushEvery is how often a round of flushing starts while
+	// entries wait.
 	linkFlushEvery = time.Second
-	// maxUnlinked flushes sooner when this many links wait.
+	// maxUnlinked starts a round sooner when this many entries wait.
 	maxUnlinked = 1 << 15
+	// flushChunk is the fewest entries a batch writes of a round. A round
+	// is written over about flushSpread batches, so no batch waits long
+	// behind it.
+	flushChunk  = 256
+	flushSpread = 16
 )
 
-// sessionLink puts a message in a session's history.
-type sessionLink struct {
+// inboundKey is an inbound message's dedupe key.
+type inboundKey struct{ platform, bot, chat, msgID string }
+
+// logEntry is a row of session_messages (a link: session is set) or of
+// inbound_keys (a key).
+type logEntry struct {
 	session string
+	key     inboundKey
 	message int64
 }
 
-// linkLog is the links not yet in session_messages. The committer owns it.
+// compareEntries orders entries as their tables do: keys, then links.
+func compareEntries(a, b logEntry) int {
+	return cmp.Or(strings.Compare(a.session, b.session),
+		strings.Compare(a.key.platform, b.key.platform), strings.Compare(a.key.bot, b.key.bot),
+		strings.Compare(a.key.chat, b.key.chat), strings.Compare(a.key.msgID, b.key.msgID),
+		cmp.Compare(a.message, b.message))
+}
+
+// linkLog is the entries not yet written. The committer owns it.
+//
+// Entries move from staged (written by the open transaction; gone if it
+// rolls back) to done (committed) to a round of flushing: done as it was
+// when the round began, in key order, written a chunk per batch. Once a
+// round's last chunk is written, so is the watermark: upto, the last
+// message ID when the round began.
 type linkLog struct {
-	// done were committed; staged were written by the open transaction
-	// (and go when it rolls back).
-	done, staged []sessionLink
-	// The open transaction's flushes wrote done (doneFlushed) and the
-	// first stagedFlushed of staged.
-	doneFlushed   bool
+	done, staged []logEntry
+	round        []logEntry
+	written      int   // how much of round is written
+	upto         int64 // the round's watermark; 0 until its first chunk reads it
+	// keys finds the keys not yet written.
+	keys map[inboundKey]int64
+	// What the open transaction wrote: everything (all), or round up to
+	// chunkEnd; and staged up to stagedFlushed.
+	all           bool
+	chunkEnd      int
 	stagedFlushed int
-	// lastFlush is when done was last emptied.
-	lastFlush time.Time
+	lastRound     time.Time
+	// every and chunk are linkFlushEvery and flushChunk (tests set them
+	// lower).
+	every time.Duration
+	chunk int
 }
 
 // begin readies the log for a new transaction.
 func (l *linkLog) begin() {
-	l.staged, l.doneFlushed, l.stagedFlushed = l.staged[:0], false, 0
+	l.staged, l.all, l.chunkEnd, l.stagedFlushed = l.staged[:0], false, l.written, 0
 }
 
-// committed folds what the transaction did into done.
-func (l *linkLog) committed(now time.Time) {
-	if l.doneFlushed {
-		l.done, l.lastFlush = l.done[:0], now
+// rolledBack forgets what the open transaction staged.
+func (l *linkLog) rolledBack() {
+	l.forget(l.staged)
+	l.begin()
+}
+
+// forget drops the keys of entries written (or rolled back) from keys.
+func (l *linkLog) forget(es []logEntry) {
+	for _, e := range es {
+		if e.session == "" {
+			delete(l.keys, e.key)
+		}
+	}
+}
+
+// committed folds what the transaction did into the log.
+func (l *linkLog) committed() {
+	switch {
+	case l.all:
+		l.forget(l.round[l.written:])
+		l.forget(l.done)
+		l.forget(l.staged[:l.stagedFlushed])
+		l.round, l.written, l.upto, l.done = nil, 0, 0, l.done[:0]
+	case l.chunkEnd > l.written:
+		l.forget(l.round[l.written:l.chunkEnd])
+		l.written = l.chunkEnd
+		if l.written == len(l.round) {
+			l.round, l.written, l.upto = nil, 0, 0
+		}
 	}
 	l.done = append(l.done, l.staged[l.stagedFlushed:]...)
 	l.begin()
 }
 
-// due says whether the committed links should be flushed now.
-func (l *linkLog) due(now time.Time) bool {
-	return len(l.done) >= maxUnlinked || len(l.done) > 0 && now.Sub(l.lastFlush) >= linkFlushEvery
+// waiting is how many committed entries are not yet written.
+func (l *linkLog) waiting() int { return len(l.done) + len(l.round) - l.written }
+
+// stage adds an entry written by the open transaction.
+func (l *linkLog) stage(e logEntry) {
+	if e.session == "" {
+		if l.keys == nil {
+			l.keys = make(map[inboundKey]int64)
+		}
+		l.keys[e.key] = e.message
+	}
+	l.staged = append(l.staged, e)
+}
+
+// startRound begins a round of flushing if one is due: none is under way
+// and entries have waited linkFlushEvery (or are many). It runs between
+// batches, when every committed message has its entries in done.
+func (l *linkLog) startRound(now time.Time) {
+	if l.round != nil || len(l.done) == 0 || len(l.done) < maxUnlinked && now.Sub(l.lastRound) < l.every {
+		return
+	}
+	l.round, l.written, l.upto, l.lastRound = l.done, 0, 0, now
+	l.done = nil
+	slices.SortFunc(l.round, compareEntries)
+	l.begin()
+}
+
+// pending is the message IDs of the session's links not yet written,
+// oldest first. They are all newer than the session's written links: a
+// round writes a session's links oldest first.
+func (l *linkLog) pending(session string) []int64 {
+	var ids []int64
+	lists := [][]logEntry{l.staged[l.stagedFlushed:]}
+	if !l.all {
+		// Not the part of the round the open transaction wrote.
+		lists = append(lists, l.round[max(l.written, l.chunkEnd):], l.done)
+	}
+	for _, es := range lists {
+		for _, e := range es {
+			if e.session == session {
+				ids = append(ids, e.message)
+			}
+		}
+	}
+	return ids
 }
 
 // linkMessage adds a message just inserted, with its sessions, to the
 // history of session (and, once committed, to its recent window).
 func linkMessage(tx *txn, session string, m gateway.Message) {
-	tx.s.links.staged = append(tx.s.links.staged, sessionLink{session, m.ID})
+	tx.s.links.stage(logEntry{session: session, message: m.ID})
 	tx.onStored(func() { tx.s.recent.appendMessage(session, m) })
+}
+
+// keyMessage records the dedupe key of an inbound message just inserted.
+func keyMessage(tx *txn, k inboundKey, message int64) {
+	tx.s.links.stage(logEntry{key: k, message: message})
+}
+
+// pendingKey finds a dedupe key that waits to be written.
+func (tx *txn) pendingKey(k inboundKey) (int64, bool) {
+	id, ok := tx.s.links.keys[k]
+	return id, ok
 }
 
 // sessionList is the value of messages.sessions: the distinct sessions,
@@ -96,33 +210,72 @@ func sessionList(sessions ...string) string {
 	return strings.Join(seen, " ")
 }
 
-// flushLinks writes the links that wait, in session order, and moves the
-// watermark. It runs on the committer, in a transaction: every message
-// stored before it, committed or earlier in the same transaction, has its
-// links in the log, so afterwards every message there is has its links
-// in session_messages.
-func (s *SQLite) flushLinks(tx *txn) error {
+// writeEntries writes entries to their tables.
+func writeEntries(tx *txn, es []logEntry) error {
+	for _, e := range es {
+		var err error
+		if e.session != "" {
+			_, err = tx.c.exec(`INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`, e.session, e.message)
+		} else {
+			_, err = tx.c.exec(`INSERT OR IGNORE INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
+				VALUES (?, ?, ?, ?, ?)`, e.key.platform, e.key.bot, e.key.chat, e.key.msgID, e.message)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushChunk writes the next chunk of the round under way, and with its
+// last chunk the watermark. It runs first in a batch: when it reads the
+// round's watermark, nothing after the round began is written yet.
+func (s *SQLite) flushChunk(tx *txn) error {
 	l := &s.links
-	var todo []sessionLink
-	if !l.doneFlushed {
+	if l.round == nil || l.all || l.chunkEnd > l.written {
+		return nil
+	}
+	if l.upto == 0 {
+		if err := tx.QueryRowContext(context.Background(), `SELECT COALESCE(max(id), 0) FROM messages`).Scan(&l.upto); err != nil {
+			return err
+		}
+	}
+	end := min(len(l.round), l.written+max(l.chunk, (len(l.round)-l.written)/flushSpread))
+	if err := writeEntries(tx, l.round[l.written:end]); err != nil {
+		return err
+	}
+	if end == len(l.round) {
+		if _, err := tx.c.exec(`UPDATE meta SET value = ? WHERE key = 'linked_upto'`, l.upto); err != nil {
+			return err
+		}
+	}
+	l.chunkEnd = end
+	return nil
+}
+
+// flushAll writes every entry that waits and moves the watermark to the
+// last message. It runs on the committer, in a transaction: every
+// message stored before it, committed or earlier in the same
+// transaction, has its entries in the log.
+func (s *SQLite) flushAll(tx *txn) error {
+	l := &s.links
+	var todo []logEntry
+	if !l.all {
+		todo = append(todo, l.round[l.written:]...)
 		todo = append(todo, l.done...)
 	}
 	todo = append(todo, l.staged[l.stagedFlushed:]...)
 	if len(todo) == 0 {
 		return nil
 	}
-	slices.SortFunc(todo, func(a, b sessionLink) int {
-		return cmp.Or(strings.Compare(a.session, b.session), cmp.Compare(a.message, b.message))
-	})
-	for _, k := range todo {
-		if _, err := tx.c.exec(`INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`, k.session, k.message); err != nil {
-			return err
-		}
+	slices.SortFunc(todo, compareEntries)
+	if err := writeEntries(tx, todo); err != nil {
+		return err
 	}
 	if _, err := tx.c.exec(`UPDATE meta SET value = (SELECT COALESCE(max(id), 0) FROM messages) WHERE key = 'linked_upto'`); err != nil {
 		return err
 	}
-	l.doneFlushed, l.stagedFlushed = true, len(l.staged)
+	l.all, l.stagedFlushed = true, len(l.staged)
 	return nil
 }
 
@@ -134,7 +287,7 @@ func (s *SQLite) linked(ctx context.Context) error {
 	if s.unlinked.Load() == 0 {
 		return nil
 	}
-	if err := s.tx(ctx, s.flushLinks); err != nil {
+	if err := s.tx(ctx, s.flushAll); err != nil {
 		return fmt.Errorf("store: flush session links: %w", err)
 	}
 	return nil
@@ -149,25 +302,33 @@ func (s *SQLite) relink(ctx context.Context) error {
 		if err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'linked_upto'`).Scan(&upto); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, sessions FROM messages WHERE id > ? AND sessions != ''`, upto)
+		// An inbound message is the only kind with a platform message ID.
+		rows, err := tx.QueryContext(ctx, `SELECT m.id, m.sessions, m.platform_msg_id,
+			COALESCE(c.platform, ''), COALESCE(c.bot, ''), COALESCE(c.chat_id, '')
+			FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id
+			WHERE m.id > ? AND (m.sessions != '' OR m.platform_msg_id != '')`, upto)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var id int64
 			var sessions string
-			if err := rows.Scan(&id, &sessions); err != nil {
+			var k inboundKey
+			if err := rows.Scan(&id, &sessions, &k.msgID, &k.platform, &k.bot, &k.chat); err != nil {
 				rows.Close()
 				return err
 			}
 			for _, sid := range strings.Fields(sessions) {
-				s.links.staged = append(s.links.staged, sessionLink{sid, id})
+				s.links.stage(logEntry{session: sid, message: id})
+			}
+			if k.msgID != "" && k.platform != "" {
+				s.links.stage(logEntry{key: k, message: id})
 			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		return s.flushLinks(tx)
+		return s.flushAll(tx)
 	})
 	if err != nil {
 		return fmt.Errorf("store: re-link messages: %w", err)

@@ -192,11 +192,14 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 		// a duplicate's message back afterwards would cost more than the
 		// lookup: deleting a message makes SQLite scan every table that
 		// refers to messages, none of which is indexed by message.)
-		var first int64
-		err = tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
-			WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
-			ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first)
-		if err == nil {
+		key := inboundKey{ev.Platform, ev.Bot, ev.ChatID, ev.MessageID}
+		first, pending := tx.pendingKey(key)
+		if !pending {
+			err = tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
+				WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
+				ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first)
+		}
+		if pending || err == nil {
 			return duplicate(ctx, tx, &res, in, first)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
@@ -211,10 +214,7 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 		if m.ID, err = insertMessage(ctx, tx, conv, m, sessionList(sids...)); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
-			VALUES (?, ?, ?, ?, ?)`, ev.Platform, ev.Bot, ev.ChatID, ev.MessageID, m.ID); err != nil {
-			return err
-		}
+		keyMessage(tx, key, m.ID)
 		res.Message = m
 		for i, t := range in.Turns {
 			sid := sids[i]

@@ -286,46 +286,74 @@ func historyView(m gateway.Message) gateway.Message {
 
 // loadWindow reads a session's row and latest messages and installs them
 // as its window. It runs on the committer, between writes, so every
-// message stored after the read is appended by its own callback.
+// message stored after the read is appended by its own callback. The
+// session's links that wait in the log (links.go) are read from there:
+// they are its latest.
 func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 	size := s.recent.want(0)
 	return s.tx(ctx, func(tx *txn) error {
-		if err := s.flushLinks(tx); err != nil {
-			return err
-		}
+		pending := s.links.pending(session)
 		w := &window{id: session}
 		var err error
 		if w.session, err = scanSession(tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, session)); err != nil {
 			return notFound(err)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+historyColumns+`
-			FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-			WHERE sm.session_id = ? ORDER BY sm.message_id DESC LIMIT ?`, session, size+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			m, err := scanHistory(rows)
+		// Newest first: the waiting links, then the written ones.
+		for _, id := range slices.Backward(pending) {
+			if len(w.msgs) > size {
+				break
+			}
+			m, err := scanHistory(tx.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM messages m WHERE m.id = ?`, id))
 			if err != nil {
 				return err
 			}
 			w.msgs = append(w.msgs, m)
 		}
-		if err := rows.Err(); err != nil {
-			return err
+		if len(w.msgs) <= size {
+			rows, err := tx.QueryContext(ctx, `SELECT `+historyColumns+`
+				FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+				WHERE sm.session_id = ? ORDER BY sm.message_id DESC LIMIT ?`, session, size+1-len(w.msgs))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				m, err := scanHistory(rows)
+				if err != nil {
+					return err
+				}
+				w.msgs = append(w.msgs, m)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
 		}
 		w.complete = len(w.msgs) <= size
 		if !w.complete {
 			w.msgs = w.msgs[:size]
 		}
 		slices.Reverse(w.msgs)
-		err = tx.QueryRowContext(ctx, lastPrivateChatQuery, session).Scan(&w.private.Platform, &w.private.ChatID)
-		switch {
-		case err == nil:
+		found := false
+		for _, id := range slices.Backward(pending) {
+			err = tx.QueryRowContext(ctx, `SELECT c.platform, c.chat_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+				WHERE m.id = ? AND m.from_kind = 'human' AND c.kind = 'private'`, id).Scan(&w.private.Platform, &w.private.ChatID)
+			if err == nil {
+				found = true
+				break
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if !found {
+			err = tx.QueryRowContext(ctx, lastPrivateChatQuery, session).Scan(&w.private.Platform, &w.private.ChatID)
+			found = err == nil
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		if found {
 			w.private.Type, w.hasPrivate = gateway.ChatPrivate, true
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
 		}
 		tx.onStored(func() { s.recent.install(w) })
 		return nil

@@ -109,7 +109,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 		s.closeWriter()
 		return nil, err
 	}
-	s.links.lastFlush = time.Now()
+	s.links.lastRound, s.links.every, s.links.chunk = time.Now(), linkFlushEvery, flushChunk
 	if err := s.relink(ctx); err != nil {
 		s.closeWriter()
 		return nil, err
@@ -379,10 +379,11 @@ func (s *SQLite) commitLoop() {
 	lazyDue := time.NewTimer(lazyWait)
 	lazyDue.Stop()
 	armed := false
-	// linksDue flushes the session links left waiting when writes stop.
+	// linksDue writes the log's entries (links.go) left waiting when
+	// writes stop: busy says a batch ran since it was armed.
 	linksDue := time.NewTimer(linkFlushEvery)
 	linksDue.Stop()
-	linksArmed := false
+	linksArmed, busy := false, false
 	for {
 		var batch []writeReq
 		select {
@@ -403,8 +404,13 @@ func (s *SQLite) commitLoop() {
 			case <-lazyDue.C:
 				armed = false
 			case <-linksDue.C:
-				linksArmed = false
-				s.runBatch([]writeReq{s.flushReq()})
+				if !busy {
+					s.runBatch([]writeReq{s.flushReq()})
+				}
+				busy = false
+				if linksArmed = s.links.waiting() > 0; linksArmed {
+					linksDue.Reset(linkFlushEvery)
+				}
 				continue
 			case <-s.quit:
 				if lazy := s.takeLazy(0); len(lazy) > 0 {
@@ -434,25 +440,28 @@ func (s *SQLite) commitLoop() {
 			armed = false
 		}
 		if len(batch) > 0 {
+			if s.links.round != nil {
+				// A chunk of the log's round of flushing goes first.
+				batch = append([]writeReq{{ctx: context.Background(), fn: s.flushChunk}}, batch...)
+			}
 			s.runBatch(batch)
+			busy = true
 		}
 		if s.finishCheckpoint.Swap(false) {
 			s.finishWAL()
 		}
-		switch {
-		case s.links.due(time.Now()):
-			s.runBatch([]writeReq{s.flushReq()})
-		case len(s.links.done) > 0 && !linksArmed:
+		s.links.startRound(time.Now())
+		if !linksArmed && s.links.waiting() > 0 {
 			linksDue.Reset(linkFlushEvery)
 			linksArmed = true
 		}
 	}
 }
 
-// flushReq is a write of the session links that wait, which no one waits
-// for: if it fails, the links wait for the next one.
+// flushReq is a write of every entry of the log (links.go), which no one
+// waits for: if it fails, the entries wait for the next one.
 func (s *SQLite) flushReq() writeReq {
-	return writeReq{ctx: context.Background(), fn: s.flushLinks}
+	return writeReq{ctx: context.Background(), fn: s.flushAll}
 }
 
 // lazyWait bounds how long a lazy write waits for other writes to share
@@ -547,12 +556,12 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, hooks [][]func(), ok 
 			return err
 		}
 		s.commits.Add(1)
-		s.links.committed(time.Now())
-		s.unlinked.Store(int64(len(s.links.done)))
+		s.links.committed()
+		s.unlinked.Store(int64(s.links.waiting()))
 		return nil
 	})
 	if err != nil {
-		s.links.begin() // what the transaction staged is gone
+		s.links.rolledBack()
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = err

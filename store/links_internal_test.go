@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// onCommitter runs fn on the committer, which owns the link log.
+func onCommitter(t *testing.T, s *SQLite, fn func()) {
+	t.Helper()
+	if err := s.tx(context.Background(), func(*txn) error { fn(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linkTraffic stores rounds from to from+n-1 of: a private message to matty from one of
+// three people, a message in a room that both bots answer, and the
+// replies; it returns the inbound messages.
+func linkTraffic(t *testing.T, s *SQLite, from, n int) []gateway.Inbound {
+	t.Helper()
+	ctx := context.Background()
+	var sent []gateway.Inbound
+	for i := from; i < from+n; i++ {
+		user := []string{"ann", "bob", "cy"}[i%3]
+		private := gateway.Inbound{
+			Event: gateway.Event{
+				Platform: gateway.PlatformWeb, Bot: "matty", ChatID: "web-" + user + ":matty", ChatType: gateway.ChatPrivate,
+				MessageID: fmt.Sprint("p", i), Sender: gateway.Sender{PlatformID: "web-" + user, Name: user}, Text: "hi",
+				Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).Add(time.Duration(i) * time.Second),
+			},
+			UserID: "user-" + user, UserName: user,
+			Turns: []gateway.TurnRequest{{Session: gateway.SessionKey{Bot: "matty", Scope: gateway.ScopeUser, ScopeID: "user-" + user}, Text: "hi"}},
+		}
+		for _, in := range []gateway.Inbound{private, webRoomInbound("lobby", fmt.Sprint("r", i), user, "matty", "finn")} {
+			res, err := s.AppendInbound(ctx, in)
+			if err != nil || res.Duplicate {
+				t.Fatalf("append %s: %+v, %v", in.Event.MessageID, res, err)
+			}
+			sent = append(sent, in)
+			for _, turn := range res.Turns {
+				_, err := s.CompleteTurn(ctx, gateway.Completion{Turn: turn, Session: turn.SessionID, Posts: []gateway.Post{{
+					Session: turn.SessionID, Message: gateway.Message{
+						Platform: gateway.PlatformWeb, ChatID: in.Event.ChatID, ChatType: in.Event.ChatType, Kind: gateway.KindChat,
+						From: gateway.Party{Kind: "bot", ID: "bot", Name: "bot"}, Bot: "bot", Text: "reply", Time: in.Event.Time,
+					}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return sent
+}
+
+// checkIndexes compares session_messages and inbound_keys, after the log
+// is flushed, with what the messages carry: every link and key, no more.
+func checkIndexes(t *testing.T, s *SQLite) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.linked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct{ what, written, carried string }{
+		{"links", `SELECT session_id || ' ' || message_id FROM session_messages`,
+			`WITH RECURSIVE split (id, rest, sid) AS (
+				SELECT id, sessions || ' ', '' FROM messages WHERE sessions != ''
+				UNION ALL SELECT id, substr(rest, instr(rest, ' ') + 1), substr(rest, 1, instr(rest, ' ') - 1) FROM split WHERE rest != '')
+			SELECT sid || ' ' || id FROM split WHERE sid != ''`},
+		{"keys", `SELECT platform || ' ' || bot || ' ' || chat_id || ' ' || platform_msg_id || ' ' || message_id FROM inbound_keys`,
+			`SELECT c.platform || ' ' || c.bot || ' ' || c.chat_id || ' ' || m.platform_msg_id || ' ' || m.id
+				FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.platform_msg_id != ''`},
+	} {
+		read := func(query string) []string {
+			rows, err := s.query(ctx, query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var out []string
+			for rows.Next() {
+				var v string
+				if err := rows.Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, v)
+			}
+			slices.Sort(out)
+			return out
+		}
+		written, carried := read(q.written), read(q.carried)
+		if len(carried) == 0 || !slices.Equal(written, carried) {
+			t.Errorf("%s written:\n%q\nthe messages carry:\n%q", q.what, written, carried)
+		}
+	}
+	var upto, last int64
+	if err := s.queryRow(ctx, `SELECT value, (SELECT max(id) FROM messages) FROM meta WHERE key = 'linked_upto'`).Scan(&upto, &last); err != nil || upto != last {
+		t.Errorf("linked_upto = %d, %v; want the last message, %d", upto, err, last)
+	}
+}
+
+// TestLinkLogRounds writes a round of the log after every batch, one
+// entry per batch, and checks after every write what loadWindow relies
+// on: a session's links that wait are all newer than its written ones.
+// At the end the tables hold every entry and the watermark is the last
+// message.
+func TestLinkLogRounds(t *testing.T) {
+	s := openBatchStore(t)
+	onCommitter(t, s, func() { s.links.every, s.links.chunk = 0, 1 })
+	sessions := map[string]bool{}
+	for i := range 6 {
+		linkTraffic(t, s, i, 1)
+		var rounds int
+		onCommitter(t, s, func() {
+			if s.links.round != nil {
+				rounds++
+			}
+			for _, e := range slices.Concat(s.links.done, s.links.round) {
+				if e.session != "" {
+					sessions[e.session] = true
+				}
+			}
+		})
+		for sid := range sessions {
+			var pending []int64
+			var newest int64
+			if err := s.tx(context.Background(), func(tx *txn) error {
+				pending = s.links.pending(sid)
+				return tx.QueryRowContext(context.Background(), `SELECT COALESCE(max(message_id), 0) FROM session_messages WHERE session_id = ?`, sid).Scan(&newest)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(pending) > 0 && pending[0] <= newest {
+				t.Fatalf("step %d: session %s waits for %v, older than its written link to %d", i, sid, pending, newest)
+			}
+			if !slices.IsSorted(pending) {
+				t.Fatalf("step %d: session %s waits for %v, out of order", i, sid, pending)
+			}
+		}
+		if i > 0 && rounds == 0 {
+			t.Errorf("step %d: no round of flushing under way", i)
+		}
+	}
+	checkIndexes(t, s)
+}
+
+// TestLinkLogAfterCrash: entries that waited in the log when the process
+// died are written when the store opens again, from what the messages
+// carry; an inbound message delivered again then is still a duplicate.
+func TestLinkLogAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sb.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onCommitter(t, s, func() { s.links.every = time.Hour })
+	sent := linkTraffic(t, s, 0, 5)
+	// A redelivery while the key waits in the log.
+	if res, err := s.AppendInbound(ctx, sent[3]); err != nil || !res.Duplicate {
+		t.Fatalf("redelivery before the crash: %+v, %v; want a duplicate", res, err)
+	}
+	var waited int
+	onCommitter(t, s, func() {
+		waited = s.links.waiting()
+		s.links = linkLog{every: time.Hour, chunk: flushChunk} // what kill -9 loses
+	})
+	if waited < 5*(3+2) { // per round: 3 links and 2 keys at least
+		t.Fatalf("%d entries waited; want them all", waited)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkIndexes(t, s)
+	for _, in := range []gateway.Inbound{sent[0], sent[len(sent)-1]} {
+		if res, err := s.AppendInbound(ctx, in); err != nil || !res.Duplicate {
+			t.Errorf("redelivery of %s after the crash: %+v, %v; want a duplicate", in.Event.MessageID, res, err)
+		}
+	}
+}
