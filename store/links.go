@@ -74,8 +74,10 @@ type linkLog struct {
 	round        []logEntry
 	written      int   // how much of round is written
 	upto         int64 // the round's watermark; 0 until its first chunk reads it
-	// keys finds the keys not yet written.
-	keys map[inboundKey]int64
+	// keys finds the keys not yet written; links counts the links not yet
+	// written per session.
+	keys  map[inboundKey]int64
+	links map[string]int
 	// What the open transaction wrote: everything (all), or round up to
 	// chunkEnd; and staged up to stagedFlushed.
 	all           bool
@@ -99,11 +101,13 @@ func (l *linkLog) rolledBack() {
 	l.begin()
 }
 
-// forget drops the keys of entries written (or rolled back) from keys.
+// forget drops entries written (or rolled back) from keys and links.
 func (l *linkLog) forget(es []logEntry) {
 	for _, e := range es {
 		if e.session == "" {
 			delete(l.keys, e.key)
+		} else if l.links[e.session]--; l.links[e.session] <= 0 {
+			delete(l.links, e.session)
 		}
 	}
 }
@@ -137,6 +141,11 @@ func (l *linkLog) stage(e logEntry) {
 			l.keys = make(map[inboundKey]int64)
 		}
 		l.keys[e.key] = e.message
+	} else {
+		if l.links == nil {
+			l.links = make(map[string]int)
+		}
+		l.links[e.session]++
 	}
 	l.staged = append(l.staged, e)
 }
@@ -158,6 +167,9 @@ func (l *linkLog) startRound(now time.Time) {
 // oldest first. They are all newer than the session's written links: a
 // round writes a session's links oldest first.
 func (l *linkLog) pending(session string) []int64 {
+	if l.links[session] == 0 {
+		return nil
+	}
 	var ids []int64
 	lists := [][]logEntry{l.staged[l.stagedFlushed:]}
 	if !l.all {

@@ -66,6 +66,11 @@ func checkIndexes(t *testing.T, s *SQLite) {
 	if err := s.linked(ctx); err != nil {
 		t.Fatal(err)
 	}
+	onCommitter(t, s, func() {
+		if n := s.links.waiting(); n != 0 || len(s.links.keys) != 0 || len(s.links.links) != 0 {
+			t.Errorf("after a flush the log holds %d entries, %d keys, links of %d sessions", n, len(s.links.keys), len(s.links.links))
+		}
+	})
 	for _, q := range []struct{ what, written, carried string }{
 		{"links", `SELECT session_id || ' ' || message_id FROM session_messages`,
 			`WITH RECURSIVE split (id, rest, sid) AS (
