@@ -72,7 +72,8 @@ func compareEntries(a, b logEntry) int {
 type linkLog struct {
 	done, staged []logEntry
 	round        []logEntry
-	written      int   // how much of round is written
+	spare        []logEntry // the last round's array, for the next done
+	written      int        // how much of round is written
 	upto         int64 // the round's watermark; 0 until its first chunk reads it
 	// keys finds the keys not yet written; links counts the links not yet
 	// written per session.
@@ -119,16 +120,26 @@ func (l *linkLog) committed() {
 		l.forget(l.round[l.written:])
 		l.forget(l.done)
 		l.forget(l.staged[:l.stagedFlushed])
-		l.round, l.written, l.upto, l.done = nil, 0, 0, l.done[:0]
+		l.endRound()
+		l.done = l.done[:0]
 	case l.chunkEnd > l.written:
 		l.forget(l.round[l.written:l.chunkEnd])
 		l.written = l.chunkEnd
 		if l.written == len(l.round) {
-			l.round, l.written, l.upto = nil, 0, 0
+			l.endRound()
 		}
 	}
 	l.done = append(l.done, l.staged[l.stagedFlushed:]...)
 	l.begin()
+}
+
+// endRound forgets the round, keeping its array for a later done.
+func (l *linkLog) endRound() {
+	if l.round != nil {
+		clear(l.round)
+		l.spare = l.round[:0]
+	}
+	l.round, l.written, l.upto = nil, 0, 0
 }
 
 // waiting is how many committed entries are not yet written.
@@ -158,7 +169,7 @@ func (l *linkLog) startRound(now time.Time) {
 		return
 	}
 	l.round, l.written, l.upto, l.lastRound = l.done, 0, 0, now
-	l.done = nil
+	l.done, l.spare = l.spare, nil
 	slices.SortFunc(l.round, compareEntries)
 	l.begin()
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"text/template"
-	"time"
 
 	"github.com/switchboard-chat/switchboard/brains"
 )
@@ -40,13 +39,10 @@ type person struct {
 	Name string
 }
 
-// entry is one earlier message of the session.
-type entry struct {
-	Kind string // human, bot or system
-	From string
-	Text string
-	Time time.Time
-}
+// entry is one earlier message of the session: .Kind (human, bot or
+// system), .From, .Text and .Time. The template reads the turn's own
+// slice, so it is brains.Entry itself.
+type entry = brains.Entry
 
 // input is an artifact handed over with a delegation; Content is text so
 // templates can print it.
@@ -131,10 +127,7 @@ func newData(t brains.Turn, match []string) *data {
 		Match:    match,
 	}
 	if len(t.History) > 0 {
-		dt.History = make([]entry, len(t.History))
-		for i, e := range t.History {
-			dt.History[i] = entry{Kind: e.Kind, From: e.From, Text: e.Text, Time: e.Time}
-		}
+		dt.History = t.History
 	}
 	if t.Delegation != nil {
 		dl := &delegation{d: *t.Delegation}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -40,6 +41,8 @@ type conn struct {
 	rooms map[string]struct{}
 
 	bucket tokenBucket
+	// frame holds the frame being read, reused by readLoop.
+	frame bytes.Buffer
 }
 
 func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, v visitor) *conn {
@@ -205,10 +208,14 @@ func (c *conn) readLoop() {
 			return
 		}
 		c.ws.SetReadDeadline(time.Now().Add(pongWait))
-		data, err := io.ReadAll(io.LimitReader(r, maxFrameBytes+1))
-		if err != nil {
+		if c.frame.Cap() > 8<<10 {
+			c.frame = bytes.Buffer{} // a large frame's buffer is not kept
+		}
+		c.frame.Reset()
+		if _, err := c.frame.ReadFrom(io.LimitReader(r, maxFrameBytes+1)); err != nil {
 			return
 		}
+		data := c.frame.Bytes()
 		if len(data) > maxFrameBytes {
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,12 +65,12 @@ func badRequest(clientID, format string, args ...any) *frameError {
 // *frameError with code bad_request.
 func decodeFrame(data []byte) (inFrame, error) {
 	var f inFrame
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&f); err != nil {
+	if err := json.Unmarshal(data, &f); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) && strings.Contains(err.Error(), "after top-level value") {
+			return f, badRequest("", "malformed JSON: more than one value in the frame")
+		}
 		return f, badRequest("", "malformed JSON: %v", err)
-	}
-	if dec.More() {
-		return f, badRequest("", "malformed JSON: more than one value in the frame")
 	}
 	if len(f.ClientID) > maxClientIDLen {
 		return f, badRequest("", "client_id longer than %d bytes", maxClientIDLen)
