@@ -67,14 +67,15 @@ func compareEntries(a, b logEntry) int {
 // Entries move from staged (written by the open transaction; gone if it
 // rolls back) to done (committed) to a round of flushing: done as it was
 // when the round began, in key order, written a chunk per batch. Once a
-// round's last chunk is written, so is the watermark: upto, the last
-// message ID when the round began.
+// round's last chunk is written, so is the watermark: upto, the round's
+// newest message. (Message IDs grow in commit order, so every message up
+// to it has its entries in the round or written before.)
 type linkLog struct {
 	done, staged []logEntry
 	round        []logEntry
 	spare        []logEntry // the last round's array, for the next done
 	written      int        // how much of round is written
-	upto         int64 // the round's watermark; 0 until its first chunk reads it
+	upto         int64      // the round's watermark
 	// keys finds the keys not yet written; links counts the links not yet
 	// written per session.
 	keys  map[inboundKey]int64
@@ -170,6 +171,11 @@ func (l *linkLog) startRound(now time.Time) {
 	}
 	l.round, l.written, l.upto, l.lastRound = l.done, 0, 0, now
 	l.done, l.spare = l.spare, nil
+	// The watermark: every message up to the round's newest has its
+	// entries in the round or written already (IDs grow in commit order).
+	for _, e := range l.round {
+		l.upto = max(l.upto, e.message)
+	}
 	slices.SortFunc(l.round, compareEntries)
 	l.begin()
 }
@@ -182,11 +188,12 @@ func (l *linkLog) pending(session string) []int64 {
 		return nil
 	}
 	var ids []int64
-	lists := [][]logEntry{l.staged[l.stagedFlushed:]}
+	var lists [][]logEntry
 	if !l.all {
 		// Not the part of the round the open transaction wrote.
 		lists = append(lists, l.round[max(l.written, l.chunkEnd):], l.done)
 	}
+	lists = append(lists, l.staged[l.stagedFlushed:]) // the newest
 	for _, es := range lists {
 		for _, e := range es {
 			if e.session == session {
@@ -251,17 +258,11 @@ func writeEntries(tx *txn, es []logEntry) error {
 }
 
 // flushChunk writes the next chunk of the round under way, and with its
-// last chunk the watermark. It runs first in a batch: when it reads the
-// round's watermark, nothing after the round began is written yet.
+// last chunk the watermark. It runs first in a batch.
 func (s *SQLite) flushChunk(tx *txn) error {
 	l := &s.links
 	if l.round == nil || l.all || l.chunkEnd > l.written {
 		return nil
-	}
-	if l.upto == 0 {
-		if err := tx.QueryRowContext(context.Background(), `SELECT COALESCE(max(id), 0) FROM messages`).Scan(&l.upto); err != nil {
-			return err
-		}
 	}
 	end := min(len(l.round), l.written+max(l.chunk, (len(l.round)-l.written)/flushSpread))
 	if err := writeEntries(tx, l.round[l.written:end]); err != nil {
@@ -302,8 +303,9 @@ func (s *SQLite) flushAll(tx *txn) error {
 	return nil
 }
 
-// linked makes session_messages whole before a read of it on the reader
-// pool: it flushes the links that wait, if any. A message whose write
+// linked makes session_messages whole before a read of it, across
+// sessions, on the reader pool: it writes every entry that waits, if any
+// (a read of one session's history uses linkedSession). A message whose write
 // has returned (or whose stored callback has run) has its links counted
 // by then.
 func (s *SQLite) linked(ctx context.Context) error {
@@ -312,6 +314,28 @@ func (s *SQLite) linked(ctx context.Context) error {
 	}
 	if err := s.tx(ctx, s.flushAll); err != nil {
 		return fmt.Errorf("store: flush session links: %w", err)
+	}
+	return nil
+}
+
+// linkedSession makes a session's history whole in session_messages
+// before a read of it on the reader pool: it writes the session's links
+// that wait. They stay in the log, and their round writes them again,
+// which changes nothing; the window load (loadWindow) reads the written
+// history only up to the oldest of them.
+func (s *SQLite) linkedSession(ctx context.Context, session string) error {
+	if s.unlinked.Load() == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *txn) error {
+		var es []logEntry
+		for _, id := range s.links.pending(session) {
+			es = append(es, logEntry{session: session, message: id})
+		}
+		return writeEntries(tx, es)
+	})
+	if err != nil {
+		return fmt.Errorf("store: write session links: %w", err)
 	}
 	return nil
 }
@@ -327,7 +351,7 @@ func (s *SQLite) relink(ctx context.Context) error {
 		}
 		// An inbound message is the only kind with a platform message ID.
 		rows, err := tx.QueryContext(ctx, `SELECT m.id, m.sessions, m.platform_msg_id,
-			COALESCE(c.platform, ''), COALESCE(c.bot, ''), COALESCE(c.chat_id, '')
+			COALESCE(c.platform, ''), m.bot, COALESCE(c.chat_id, '')
 			FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id
 			WHERE m.id > ? AND (m.sessions != '' OR m.platform_msg_id != '')`, upto)
 		if err != nil {

@@ -78,7 +78,7 @@ func checkIndexes(t *testing.T, s *SQLite) {
 				UNION ALL SELECT id, substr(rest, instr(rest, ' ') + 1), substr(rest, 1, instr(rest, ' ') - 1) FROM split WHERE rest != '')
 			SELECT sid || ' ' || id FROM split WHERE sid != ''`},
 		{"keys", `SELECT platform || ' ' || bot || ' ' || chat_id || ' ' || platform_msg_id || ' ' || message_id FROM inbound_keys`,
-			`SELECT c.platform || ' ' || c.bot || ' ' || c.chat_id || ' ' || m.platform_msg_id || ' ' || m.id
+			`SELECT c.platform || ' ' || m.bot || ' ' || c.chat_id || ' ' || m.platform_msg_id || ' ' || m.id
 				FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.platform_msg_id != ''`},
 	} {
 		read := func(query string) []string {
@@ -191,5 +191,140 @@ func TestLinkLogAfterCrash(t *testing.T) {
 		if res, err := s.AppendInbound(ctx, in); err != nil || !res.Duplicate {
 			t.Errorf("redelivery of %s after the crash: %+v, %v; want a duplicate", in.Event.MessageID, res, err)
 		}
+	}
+}
+
+// TestLinkLogGroupKeyAfterCrash: a group message's dedupe key names the
+// bot that received it (a group's conversation names none); rebuilt after
+// a crash, it must still, so the platform's redelivery is a duplicate.
+func TestLinkLogGroupKeyAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sb.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onCommitter(t, s, func() { s.links.every = time.Hour })
+	in := gateway.Inbound{
+		Event: gateway.Event{
+			Platform: gateway.PlatformTelegram, Bot: "matty", ChatID: "-100", ChatType: gateway.ChatGroup, ChatName: "g",
+			MessageID: "42", Sender: gateway.Sender{PlatformID: "telegram-1", Name: "ann"}, Text: "hi",
+			Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		},
+		UserID: "user-ann", UserName: "ann",
+		Turns: []gateway.TurnRequest{{Session: gateway.SessionKey{Bot: "matty", Scope: gateway.ScopeGroup, ScopeID: "telegram:-100"}, Text: "hi"}},
+	}
+	if res, err := s.AppendInbound(ctx, in); err != nil || res.Duplicate {
+		t.Fatal(res, err)
+	}
+	onCommitter(t, s, func() { s.links = linkLog{every: time.Hour, chunk: flushChunk} }) // kill -9
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var bot string
+	if err := s.queryRow(ctx, `SELECT bot FROM inbound_keys`).Scan(&bot); err != nil {
+		t.Fatal(err)
+	}
+	if bot != "matty" {
+		t.Errorf("the rebuilt key names bot %q; want matty", bot)
+	}
+	if res, err := s.AppendInbound(ctx, in); err != nil || !res.Duplicate {
+		t.Fatalf("redelivery after crash: duplicate=%v err=%v; want a duplicate", res.Duplicate, err)
+	}
+}
+
+// TestLinkLogWindowOrder: a note linked to a session and the load of the
+// session's window share a batch while an older link of the session
+// waits in the log; the window holds them oldest first.
+func TestLinkLogWindowOrder(t *testing.T) {
+	ctx := context.Background()
+	s := openBatchStore(t)
+	onCommitter(t, s, func() { s.links.every = time.Hour })
+	in := linkTraffic(t, s, 0, 1)[0] // private message to matty from ann (+ reply)
+	var sid string
+	if err := s.queryRow(ctx, `SELECT id FROM sessions WHERE bot = 'matty' AND scope_id = ?`, in.UserID).Scan(&sid); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the committer, then queue a note in S and a window load of S.
+	gate, running := make(chan struct{}), make(chan struct{})
+	blockErr := make(chan error, 1)
+	go func() {
+		blockErr <- s.tx(ctx, func(*txn) error { close(running); <-gate; return nil })
+	}()
+	<-running
+	noteErr, loadErr := make(chan error, 1), make(chan error, 1)
+	go func() {
+		noteErr <- s.tx(ctx, func(tx *txn) error {
+			return note(ctx, tx, gateway.Note{Session: sid, Message: gateway.Message{
+				Kind: gateway.KindSystem, From: gateway.Party{Kind: "system", ID: "x", Name: "x"}, Text: "note", Time: time.Now()}})
+		})
+	}()
+	waitQueued(t, 1)
+	go func() { loadErr <- s.loadWindow(ctx, sid) }()
+	waitQueued(t, 2)
+	close(gate)
+	for _, c := range []chan error{blockErr, noteErr, loadErr} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.recent.mu.Lock()
+	var ids []int64
+	for _, m := range s.recent.sessions[sid].msgs {
+		ids = append(ids, m.ID)
+	}
+	s.recent.mu.Unlock()
+	if !slices.IsSorted(ids) {
+		t.Fatalf("window of %s holds messages %v: out of order", sid, ids)
+	}
+}
+
+// TestLinkLogSessionReadThenWindow: a read of a session's history on the
+// reader pool writes its waiting links (which stay in the log); a window
+// loaded afterwards holds each message once, as the messages say.
+func TestLinkLogSessionReadThenWindow(t *testing.T) {
+	ctx := context.Background()
+	s := openBatchStore(t)
+	onCommitter(t, s, func() { s.links.every = time.Hour })
+	in := linkTraffic(t, s, 0, 6)[0]
+	var sid string
+	if err := s.queryRow(ctx, `SELECT id FROM sessions WHERE bot = 'matty' AND scope_id = ?`, in.UserID).Scan(&sid); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.SessionMessages(ctx, sid, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sessionRows(t, s, sid)
+	if len(msgs) != len(want) {
+		t.Fatalf("SessionMessages gave %d messages; the session has %d", len(msgs), len(want))
+	}
+	onCommitter(t, s, func() {
+		if len(s.links.pending(sid)) == 0 {
+			t.Error("the session's links no longer wait in the log")
+		}
+	})
+	if err := s.loadWindow(ctx, sid); err != nil {
+		t.Fatal(err)
+	}
+	s.recent.mu.Lock()
+	var got []int64
+	for _, m := range s.recent.sessions[sid].msgs {
+		got = append(got, m.ID)
+	}
+	s.recent.mu.Unlock()
+	var ids []int64
+	for _, m := range want {
+		ids = append(ids, m.ID)
+	}
+	if len(ids) > len(got) {
+		ids = ids[len(ids)-len(got):]
+	}
+	if !slices.Equal(got, ids) {
+		t.Errorf("window holds %v; want the session's latest, %v", got, ids)
 	}
 }

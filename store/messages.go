@@ -300,7 +300,7 @@ func (s *SQLite) LastPrivateChat(ctx context.Context, sessionID string) (gateway
 		return c, found, nil
 	}
 	var c gateway.ChatRef
-	if err := s.linked(ctx); err != nil {
+	if err := s.linkedSession(ctx, sessionID); err != nil {
 		return c, false, err
 	}
 	err := s.queryRow(ctx, lastPrivateChatQuery, sessionID).Scan(&c.Platform, &c.ChatID)
@@ -387,7 +387,7 @@ func scanSession(row scanner) (gateway.Session, error) {
 
 // SessionMessages implements gateway.Store.
 func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit int) ([]gateway.Message, error) {
-	if err := s.linked(ctx); err != nil {
+	if err := s.linkedSession(ctx, sessionID); err != nil {
 		return nil, err
 	}
 	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`

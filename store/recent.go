@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -310,9 +311,15 @@ func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 			w.msgs = append(w.msgs, m)
 		}
 		if len(w.msgs) <= size {
+			// Written links older than the waiting ones (linkedSession may
+			// have written those too).
+			before := int64(math.MaxInt64)
+			if len(pending) > 0 {
+				before = pending[0]
+			}
 			rows, err := tx.QueryContext(ctx, `SELECT `+historyColumns+`
 				FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-				WHERE sm.session_id = ? ORDER BY sm.message_id DESC LIMIT ?`, session, size+1-len(w.msgs))
+				WHERE sm.session_id = ? AND sm.message_id < ? ORDER BY sm.message_id DESC LIMIT ?`, session, before, size+1-len(w.msgs))
 			if err != nil {
 				return err
 			}

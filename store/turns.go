@@ -117,7 +117,7 @@ func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit
 	if limit <= 0 {
 		return nil, nil
 	}
-	if err := s.linked(ctx); err != nil {
+	if err := s.linkedSession(ctx, session); err != nil {
 		return nil, err
 	}
 	rows, err := s.query(ctx, `SELECT `+historyColumns+`
