@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -326,5 +327,64 @@ func TestLinkLogSessionReadThenWindow(t *testing.T) {
 	}
 	if !slices.Equal(got, ids) {
 		t.Errorf("window holds %v; want the session's latest, %v", got, ids)
+	}
+}
+
+// TestLinkLogRollback: a write that fails rolls back its batch, chunk of
+// a round included, and every write runs again alone; what the failed
+// write put in the log goes with it, and the others' entries are written
+// once.
+func TestLinkLogRollback(t *testing.T) {
+	ctx := context.Background()
+	s := openBatchStore(t)
+	onCommitter(t, s, func() { s.links.every, s.links.chunk = 0, 1 })
+	linkTraffic(t, s, 0, 2) // entries waiting, a round under way
+	ghost := inboundKey{gateway.PlatformWeb, "", "lobby", "ghost"}
+	release := blockCommitter(t, s)
+	var a, b gateway.InboundResult
+	errs := make(chan error, 3)
+	go func() {
+		var err error
+		a, err = s.AppendInbound(ctx, webRoomInbound("lobby", "x1", "ann", "matty"))
+		errs <- err
+	}()
+	waitQueued(t, 1)
+	failed := errors.New("the write fails")
+	go func() {
+		errs <- s.tx(ctx, func(tx *txn) error {
+			keyMessage(tx, ghost, 1)
+			return failed
+		})
+	}()
+	waitQueued(t, 2)
+	go func() {
+		var err error
+		b, err = s.AppendInbound(ctx, webRoomInbound("lobby", "x2", "bob", "finn"))
+		errs <- err
+	}()
+	waitQueued(t, 3)
+	release()
+	var failures int
+	for range 3 {
+		switch err := <-errs; {
+		case errors.Is(err, failed):
+			failures++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if failures != 1 || a.Duplicate || b.Duplicate || len(a.Turns) != 1 || len(b.Turns) != 1 {
+		t.Fatalf("failures %d, a = %+v, b = %+v", failures, a, b)
+	}
+	onCommitter(t, s, func() {
+		if _, ok := s.links.keys[ghost]; ok {
+			t.Error("the failed write's key is still in the log")
+		}
+	})
+	checkIndexes(t, s)
+	for _, in := range []gateway.Inbound{webRoomInbound("lobby", "x1", "ann", "matty"), webRoomInbound("lobby", "x2", "bob", "finn")} {
+		if res, err := s.AppendInbound(ctx, in); err != nil || !res.Duplicate {
+			t.Errorf("redelivery of %s: %+v, %v; want a duplicate", in.Event.MessageID, res, err)
+		}
 	}
 }
