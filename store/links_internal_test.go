@@ -59,6 +59,27 @@ func linkTraffic(t *testing.T, s *SQLite, from, n int) []gateway.Inbound {
 	return sent
 }
 
+// mattySession is the ID of matty's session with a user.
+func mattySession(t *testing.T, s *SQLite, userID string) string {
+	t.Helper()
+	var sid string
+	if err := s.queryRow(context.Background(), `SELECT id FROM sessions WHERE bot = 'matty' AND scope_id = ?`, userID).Scan(&sid); err != nil {
+		t.Fatal(err)
+	}
+	return sid
+}
+
+// windowIDs is the IDs of the messages in the session's window.
+func windowIDs(s *SQLite, session string) []int64 {
+	s.recent.mu.Lock()
+	defer s.recent.mu.Unlock()
+	var ids []int64
+	for _, m := range s.recent.sessions[session].msgs {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
 // checkIndexes compares session_messages and inbound_keys, after the log
 // is flushed, with what the messages carry: every link and key, no more.
 func checkIndexes(t *testing.T, s *SQLite) {
@@ -246,10 +267,7 @@ func TestLinkLogWindowOrder(t *testing.T) {
 	s := openBatchStore(t)
 	onCommitter(t, s, func() { s.links.every = time.Hour })
 	in := linkTraffic(t, s, 0, 1)[0] // private message to matty from ann (+ reply)
-	var sid string
-	if err := s.queryRow(ctx, `SELECT id FROM sessions WHERE bot = 'matty' AND scope_id = ?`, in.UserID).Scan(&sid); err != nil {
-		t.Fatal(err)
-	}
+	sid := mattySession(t, s, in.UserID)
 	// Hold the committer, then queue a note in S and a window load of S.
 	gate, running := make(chan struct{}), make(chan struct{})
 	blockErr := make(chan error, 1)
@@ -273,13 +291,7 @@ func TestLinkLogWindowOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.recent.mu.Lock()
-	var ids []int64
-	for _, m := range s.recent.sessions[sid].msgs {
-		ids = append(ids, m.ID)
-	}
-	s.recent.mu.Unlock()
-	if !slices.IsSorted(ids) {
+	if ids := windowIDs(s, sid); !slices.IsSorted(ids) {
 		t.Fatalf("window of %s holds messages %v: out of order", sid, ids)
 	}
 }
@@ -292,10 +304,7 @@ func TestLinkLogSessionReadThenWindow(t *testing.T) {
 	s := openBatchStore(t)
 	onCommitter(t, s, func() { s.links.every = time.Hour })
 	in := linkTraffic(t, s, 0, 6)[0]
-	var sid string
-	if err := s.queryRow(ctx, `SELECT id FROM sessions WHERE bot = 'matty' AND scope_id = ?`, in.UserID).Scan(&sid); err != nil {
-		t.Fatal(err)
-	}
+	sid := mattySession(t, s, in.UserID)
 	msgs, err := s.SessionMessages(ctx, sid, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -312,12 +321,7 @@ func TestLinkLogSessionReadThenWindow(t *testing.T) {
 	if err := s.loadWindow(ctx, sid); err != nil {
 		t.Fatal(err)
 	}
-	s.recent.mu.Lock()
-	var got []int64
-	for _, m := range s.recent.sessions[sid].msgs {
-		got = append(got, m.ID)
-	}
-	s.recent.mu.Unlock()
+	got := windowIDs(s, sid)
 	var ids []int64
 	for _, m := range want {
 		ids = append(ids, m.ID)

@@ -191,7 +191,8 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 		// The dedupe key is looked up before the message is written. (Taking
 		// a duplicate's message back afterwards would cost more than the
 		// lookup: deleting a message makes SQLite scan every table that
-		// refers to messages, none of which is indexed by message.)
+		// refers to messages, none of which is indexed by message.) A key
+		// not yet written waits in the link log (links.go).
 		key := inboundKey{ev.Platform, ev.Bot, ev.ChatID, ev.MessageID}
 		first, pending := tx.pendingKey(key)
 		if !pending {

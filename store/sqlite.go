@@ -49,8 +49,9 @@ type SQLite struct {
 	stmts            stmtCache
 	ids              idCache
 	recent           recent
-	// links are the session links not yet written (see links.go), owned
-	// by the committer; unlinked is how many committed ones wait.
+	// links are the index entries not yet written — session links and
+	// dedupe keys (see links.go) — owned by the committer; unlinked is
+	// how many committed ones wait.
 	links    linkLog
 	unlinked atomic.Int64
 
