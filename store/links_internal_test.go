@@ -176,38 +176,54 @@ func TestLinkLogRounds(t *testing.T) {
 	checkIndexes(t, s)
 }
 
+// openWithoutRounds opens a store on a new file whose log starts no round
+// of flushing (for an hour): entries wait until the store closes.
+func openWithoutRounds(t *testing.T) (*SQLite, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sb.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	onCommitter(t, s, func() { s.links.every = time.Hour })
+	return s, path
+}
+
+// crashAndReopen drops the log's waiting entries, as kill -9 would, closes
+// the store and opens its file again; waited is how many entries were lost.
+func crashAndReopen(t *testing.T, s *SQLite, path string) (reopened *SQLite, waited int) {
+	t.Helper()
+	onCommitter(t, s, func() {
+		waited = s.links.waiting()
+		s.links = linkLog{every: time.Hour, chunk: flushChunk}
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reopened.Close() })
+	return reopened, waited
+}
+
 // TestLinkLogAfterCrash: entries that waited in the log when the process
 // died are written when the store opens again, from what the messages
 // carry; an inbound message delivered again then is still a duplicate.
 func TestLinkLogAfterCrash(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sb.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	onCommitter(t, s, func() { s.links.every = time.Hour })
+	s, path := openWithoutRounds(t)
 	sent := linkTraffic(t, s, 0, 5)
 	// A redelivery while the key waits in the log.
 	if res, err := s.AppendInbound(ctx, sent[3]); err != nil || !res.Duplicate {
 		t.Fatalf("redelivery before the crash: %+v, %v; want a duplicate", res, err)
 	}
-	var waited int
-	onCommitter(t, s, func() {
-		waited = s.links.waiting()
-		s.links = linkLog{every: time.Hour, chunk: flushChunk} // what kill -9 loses
-	})
+	s, waited := crashAndReopen(t, s, path)
 	if waited < 5*(3+2) { // per round: 3 links and 2 keys at least
 		t.Fatalf("%d entries waited; want them all", waited)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err = Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	checkIndexes(t, s)
 	for _, in := range []gateway.Inbound{sent[0], sent[len(sent)-1]} {
 		if res, err := s.AppendInbound(ctx, in); err != nil || !res.Duplicate {
@@ -221,12 +237,7 @@ func TestLinkLogAfterCrash(t *testing.T) {
 // a crash, it must still, so the platform's redelivery is a duplicate.
 func TestLinkLogGroupKeyAfterCrash(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "sb.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	onCommitter(t, s, func() { s.links.every = time.Hour })
+	s, path := openWithoutRounds(t)
 	in := gateway.Inbound{
 		Event: gateway.Event{
 			Platform: gateway.PlatformTelegram, Bot: "matty", ChatID: "-100", ChatType: gateway.ChatGroup, ChatName: "g",
@@ -239,14 +250,7 @@ func TestLinkLogGroupKeyAfterCrash(t *testing.T) {
 	if res, err := s.AppendInbound(ctx, in); err != nil || res.Duplicate {
 		t.Fatal(res, err)
 	}
-	onCommitter(t, s, func() { s.links = linkLog{every: time.Hour, chunk: flushChunk} }) // kill -9
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ = crashAndReopen(t, s, path)
 	var bot string
 	if err := s.queryRow(ctx, `SELECT bot FROM inbound_keys`).Scan(&bot); err != nil {
 		t.Fatal(err)
