@@ -53,8 +53,9 @@ type Gateway struct {
 	platforms       map[string]Platform
 	delegationHooks []func(Delegation)
 
-	queues *queues
-	outbox *outbox
+	queues  *queues
+	outbox  *outbox
+	workers *pool // the goroutines of queues and outbox
 
 	// inflight maps a queued turn's ID to a channel closed when it ends;
 	// a turn with After waits on it.
@@ -93,8 +94,9 @@ func New(opts Options) *Gateway {
 	g.users.Store(&identity.Directory{})
 	g.policy = delegation.NewPolicy(delegation.DefaultLimits, opts.Now)
 	g.delegation.Store(&DelegationSettings{Limits: delegation.DefaultLimits, ContextMessages: 3, Timeout: 5 * time.Minute})
-	g.queues = newQueues(g.runTurn)
-	g.outbox = newOutbox(g.store, g.log, g.platform, g.obs)
+	g.workers = newPool()
+	g.queues = newQueues(g.runTurn, g.workers.Go)
+	g.outbox = newOutbox(g.store, g.log, g.platform, g.obs, g.workers.Go)
 	return g
 }
 
@@ -195,7 +197,9 @@ func (g *Gateway) Drain(ctx context.Context) error {
 // Flush waits until the outbox has nothing it can deliver now, or ctx
 // ends, then stops its workers. Undelivered entries stay stored.
 func (g *Gateway) Flush(ctx context.Context) error {
-	return g.outbox.close(ctx)
+	err := g.outbox.close(ctx)
+	g.workers.close()
+	return err
 }
 
 // QueueDepth is the number of turns waiting or running.

@@ -57,6 +57,7 @@ type outbox struct {
 	obs      Observer
 	log      *slog.Logger
 	platform func(string) (Platform, bool)
+	spawn    func(func()) // starts a lane's worker (pool.Go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -67,8 +68,8 @@ type outbox struct {
 	running int
 }
 
-func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, bool), obs Observer) *outbox {
-	o := &outbox{store: store, obs: obs, log: log, platform: platform, lanes: make(map[laneKey]*lane)}
+func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, bool), obs Observer, spawn func(func())) *outbox {
+	o := &outbox{store: store, obs: obs, log: log, platform: platform, spawn: spawn, lanes: make(map[laneKey]*lane)}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	return o
 }
@@ -86,7 +87,7 @@ func (o *outbox) enqueue(m Outbound) {
 	start := o.startLocked(l)
 	o.mu.Unlock()
 	if start {
-		go o.work(key, l)
+		o.spawn(func() { o.work(key, l) })
 	}
 }
 
@@ -101,7 +102,7 @@ func (o *outbox) wake(platform string, chats []string) {
 	defer func() {
 		o.mu.Unlock()
 		for _, s := range started {
-			go o.work(s.key, s.l)
+			o.spawn(func() { o.work(s.key, s.l) })
 		}
 	}()
 	for _, chat := range chats {
@@ -214,7 +215,7 @@ func (o *outbox) expire(key laneKey, l *lane, gen int, d time.Duration) {
 }
 
 // startLocked marks the lane's worker started if it has none; the caller
-// then starts it (go o.work), once it has let go of mu. Callers hold mu.
+// then starts it (o.work, through spawn), once it has let go of mu. Callers hold mu.
 func (o *outbox) startLocked(l *lane) bool {
 	if l.running || l.parked || o.ctx.Err() != nil {
 		return false

@@ -13,6 +13,7 @@ import (
 // are pushed here, and Start pushes the ones a crash left behind.
 type queues struct {
 	run   func(TurnRef)
+	spawn func(func()) // starts a worker (pool.Go)
 	depth atomic.Int64
 
 	mu       sync.Mutex
@@ -22,8 +23,8 @@ type queues struct {
 	wg       sync.WaitGroup
 }
 
-func newQueues(run func(TurnRef)) *queues {
-	return &queues{run: run, active: make(map[string][]TurnRef)}
+func newQueues(run func(TurnRef), spawn func(func())) *queues {
+	return &queues{run: run, spawn: spawn, active: make(map[string][]TurnRef)}
 }
 
 // push appends t to its session's queue, starting a worker if the session
@@ -42,7 +43,7 @@ func (q *queues) push(t TurnRef) {
 		q.wg.Add(1)
 		// Started once the lock is let go: push runs on the store's
 		// committer, and no one should wait for a new goroutine there.
-		defer func() { go q.work(t.SessionID) }()
+		defer q.spawn(func() { q.work(t.SessionID) })
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -325,27 +326,34 @@ func (g *Gateway) turnUser(bot *Bot, data TurnData) brains.User {
 }
 
 // startTyping refreshes the platform's typing indicator until the returned
-// function is called.
+// function is called. Nothing runs before typingAfter: most turns of a
+// quick brain end before then and cost only a timer.
 func (g *Gateway) startTyping(platform, bot, chatID string) func() {
 	p, ok := g.platform(platform)
 	typer, can := p.(Typer)
 	if !ok || !can {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(g.turnCtx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		first := time.NewTimer(typingAfter)
-		defer first.Stop()
-		select {
-		case <-ctx.Done():
+	var (
+		mu      sync.Mutex
+		stopped bool
+		cancel  context.CancelFunc
+		done    chan struct{}
+	)
+	first := time.AfterFunc(typingAfter, func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
 			return
-		case <-first.C:
 		}
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(g.turnCtx)
+		done = make(chan struct{})
+		mu.Unlock()
+		defer close(done)
 		t := time.NewTicker(typingEvery)
 		defer t.Stop()
-		for {
+		for ctx.Err() == nil {
 			if err := typer.Typing(ctx, bot, chatID); err != nil && ctx.Err() == nil {
 				g.log.Debug("typing indicator", "platform", platform, "err", err)
 			}
@@ -355,8 +363,20 @@ func (g *Gateway) startTyping(platform, bot, chatID string) func() {
 			case <-t.C:
 			}
 		}
-	}()
-	return func() { cancel(); <-done }
+	})
+	return func() {
+		if first.Stop() {
+			return // it never ran
+		}
+		mu.Lock()
+		stopped = true
+		c, d := cancel, done
+		mu.Unlock()
+		if c != nil {
+			c()
+			<-d
+		}
+	}
 }
 
 // entries converts stored messages to brain history.

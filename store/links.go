@@ -76,10 +76,11 @@ type linkLog struct {
 	spare        []logEntry // the last round's array, for the next done
 	written      int        // how much of round is written
 	upto         int64      // the round's watermark
-	// keys finds the keys not yet written; links counts the links not yet
-	// written per session.
+	// keys finds the keys not yet written; links lists the messages of
+	// each session's links not yet written (or written by the open
+	// transaction), oldest first.
 	keys  map[inboundKey]int64
-	links map[string]int
+	links map[string][]int64
 	// What the open transaction wrote: everything (all), or round up to
 	// chunkEnd; and staged up to stagedFlushed.
 	all           bool
@@ -108,8 +109,10 @@ func (l *linkLog) forget(es []logEntry) {
 	for _, e := range es {
 		if e.session == "" {
 			delete(l.keys, e.key)
-		} else if l.links[e.session]--; l.links[e.session] <= 0 {
+		} else if ids := removeID(l.links[e.session], e.message); len(ids) == 0 {
 			delete(l.links, e.session)
+		} else {
+			l.links[e.session] = ids
 		}
 	}
 }
@@ -155,9 +158,9 @@ func (l *linkLog) stage(e logEntry) {
 		l.keys[e.key] = e.message
 	} else {
 		if l.links == nil {
-			l.links = make(map[string]int)
+			l.links = make(map[string][]int64)
 		}
-		l.links[e.session]++
+		l.links[e.session] = append(l.links[e.session], e.message)
 	}
 	l.staged = append(l.staged, e)
 }
@@ -184,22 +187,45 @@ func (l *linkLog) startRound(now time.Time) {
 // oldest first. They are all newer than the session's written links: a
 // round writes a session's links oldest first.
 func (l *linkLog) pending(session string) []int64 {
-	if l.links[session] == 0 {
+	ids := l.links[session]
+	switch {
+	case len(ids) == 0:
 		return nil
-	}
-	var ids []int64
-	var lists [][]logEntry
-	if !l.all {
-		// Not the part of the round the open transaction wrote.
-		lists = append(lists, l.round[max(l.written, l.chunkEnd):], l.done)
-	}
-	lists = append(lists, l.staged[l.stagedFlushed:]) // the newest
-	for _, es := range lists {
-		for _, e := range es {
+	case l.all:
+		// The open transaction wrote all but what it staged since.
+		ids = nil
+		for _, e := range l.staged[l.stagedFlushed:] {
 			if e.session == session {
 				ids = append(ids, e.message)
 			}
 		}
+		return ids
+	case l.chunkEnd > l.written:
+		// Not the session's oldest, which the open transaction wrote with
+		// its chunk of the round (in key order: by session first).
+		chunk := l.round[l.written:l.chunkEnd]
+		i, _ := slices.BinarySearchFunc(chunk, session, func(e logEntry, s string) int { return strings.Compare(e.session, s) })
+		n := 0
+		for ; i+n < len(chunk) && chunk[i+n].session == session; n++ {
+		}
+		ids = ids[n:]
+	}
+	return slices.Clone(ids)
+}
+
+// removeID removes id from ids, looking at the ends first: a written
+// link is its session's oldest, a rolled-back one its newest.
+func removeID(ids []int64, id int64) []int64 {
+	switch {
+	case len(ids) == 0:
+		return ids
+	case ids[0] == id:
+		return ids[1:]
+	case ids[len(ids)-1] == id:
+		return ids[:len(ids)-1]
+	}
+	if i := slices.Index(ids, id); i >= 0 {
+		return slices.Delete(ids, i, i+1)
 	}
 	return ids
 }
