@@ -94,7 +94,7 @@ func New(opts Options) *Gateway {
 	g.users.Store(&identity.Directory{})
 	g.policy = delegation.NewPolicy(delegation.DefaultLimits, opts.Now)
 	g.delegation.Store(&DelegationSettings{Limits: delegation.DefaultLimits, ContextMessages: 3, Timeout: 5 * time.Minute})
-	g.workers = newPool()
+	g.workers = newPool(poolIdle)
 	g.queues = newQueues(g.runTurn, g.workers.Go)
 	g.outbox = newOutbox(g.store, g.log, g.platform, g.obs, g.workers.Go)
 	return g

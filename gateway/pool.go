@@ -20,10 +20,11 @@ type pool struct {
 	work chan func() // unbuffered: a send succeeds only to a waiting goroutine
 	quit chan struct{}
 	once sync.Once
+	idle time.Duration // poolIdle, shorter in tests
 }
 
-func newPool() *pool {
-	return &pool{work: make(chan func()), quit: make(chan struct{})}
+func newPool(idle time.Duration) *pool {
+	return &pool{work: make(chan func()), quit: make(chan struct{}), idle: idle}
 }
 
 // Go runs fn on a waiting goroutine, or on a new one if none waits. It
@@ -37,15 +38,15 @@ func (p *pool) Go(fn func()) {
 }
 
 // run runs fn and then whatever is handed to it until it has waited
-// poolIdle for work, or the pool is closed.
+// p.idle for work, or the pool is closed.
 func (p *pool) run(fn func()) {
 	var idle *time.Timer
 	for {
 		fn()
 		if idle == nil {
-			idle = time.NewTimer(poolIdle)
+			idle = time.NewTimer(p.idle)
 		} else {
-			idle.Reset(poolIdle)
+			idle.Reset(p.idle)
 		}
 		select {
 		case fn = <-p.work:
