@@ -186,7 +186,9 @@ func labelKey(names, values []string) string {
 		if i < len(values) {
 			v = values[i]
 		}
-		v = labelEscaper.Replace(v)
+		if strings.ContainsAny(v, "\\\"\n") {
+			v = labelEscaper.Replace(v)
+		}
 		sb.WriteString(n)
 		sb.WriteString(`="`)
 		sb.WriteString(v)

@@ -35,3 +35,26 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelKey(t *testing.T) {
+	tests := []struct {
+		name   string
+		names  []string
+		values []string
+		want   string
+	}{
+		{"no labels", nil, nil, ""},
+		{"plain", []string{"bot", "kind"}, []string{"matty", "script"}, `{bot="matty",kind="script"}`},
+		{"missing value", []string{"bot", "kind"}, []string{"matty"}, `{bot="matty",kind=""}`},
+		{"quote", []string{"bot"}, []string{`a"b`}, `{bot="a\"b"}`},
+		{"backslash", []string{"bot"}, []string{`a\b`}, `{bot="a\\b"}`},
+		{"newline", []string{"bot"}, []string{"a\nb"}, `{bot="a\nb"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := labelKey(tc.names, tc.values); got != tc.want {
+				t.Errorf("labelKey(%q, %q) = %s, want %s", tc.names, tc.values, got, tc.want)
+			}
+		})
+	}
+}

@@ -55,11 +55,32 @@ type logEntry struct {
 }
 
 // compareEntries orders entries as their tables do: keys, then links.
+// (Written out: cmp.Or would compare every field of every pair the sort
+// looks at.)
 func compareEntries(a, b logEntry) int {
-	return cmp.Or(strings.Compare(a.session, b.session),
-		strings.Compare(a.key.platform, b.key.platform), strings.Compare(a.key.bot, b.key.bot),
-		strings.Compare(a.key.chat, b.key.chat), strings.Compare(a.key.msgID, b.key.msgID),
-		cmp.Compare(a.message, b.message))
+	if c := strings.Compare(a.session, b.session); c != 0 {
+		return c
+	}
+	if a.session == "" {
+		if c := compareKeys(a.key, b.key); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a.message, b.message)
+}
+
+// compareKeys orders dedupe keys as inbound_keys's primary key does.
+func compareKeys(a, b inboundKey) int {
+	if c := strings.Compare(a.platform, b.platform); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.bot, b.bot); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.chat, b.chat); c != 0 {
+		return c
+	}
+	return strings.Compare(a.msgID, b.msgID)
 }
 
 // linkLog is the entries not yet written. The committer owns it.

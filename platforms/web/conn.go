@@ -308,10 +308,12 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	ev.OnStored = func(rec gateway.Receipt) {
 		c.send(ackFrame{Type: "ack", ClientID: f.ClientID, ID: rec.MessageID})
 		if !rec.Duplicate {
-			c.a.broadcast(ev.ChatID, ev.ChatType == gateway.ChatGroup, c, messageFrame{
-				Type: "message", ID: rec.MessageID, Chat: ev.ChatID, Bot: ev.Bot,
-				From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: ev.Sender.Name},
-				Text: ev.Text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
+			c.a.broadcast(ev.ChatID, ev.ChatType == gateway.ChatGroup, c, func() any {
+				return messageFrame{
+					Type: "message", ID: rec.MessageID, Chat: ev.ChatID, Bot: ev.Bot,
+					From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: ev.Sender.Name},
+					Text: ev.Text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
+				}
 			})
 		}
 	}

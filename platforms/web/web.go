@@ -47,7 +47,7 @@ type Adapter struct {
 	ready    chan struct{}
 	upgrader websocket.Upgrader
 
-	mu     sync.Mutex
+	mu     sync.RWMutex
 	byUser map[string]map[*conn]struct{} // platform ID → connections
 	rooms  map[string]map[*conn]struct{} // room → connections that joined it
 	closed bool
@@ -241,8 +241,8 @@ func (a *Adapter) joinRoom(c *conn, room string) {
 // recipients lists the connections that see chatID: the platform ID's
 // connections for a private chat, the room's for a group.
 func (a *Adapter) recipients(chatID string, group bool) []*conn {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.mu.RLock()
+	defer a.mu.RUnlock()
 	var set map[*conn]struct{}
 	if group {
 		set = a.rooms[chatID]
@@ -293,14 +293,14 @@ func (a *Adapter) PrivateChat(_ context.Context, bot, platformID string) (string
 // widget connections get a delegation frame.
 func (a *Adapter) DelegationChanged(ref gateway.DelegationRef, platformIDs []string) {
 	f := delegationFrame{Type: "delegation", DelegationRef: ref}
-	a.mu.Lock()
+	a.mu.RLock()
 	var conns []*conn
 	for _, pid := range platformIDs {
 		for c := range a.byUser[pid] {
 			conns = append(conns, c)
 		}
 	}
-	a.mu.Unlock()
+	a.mu.RUnlock()
 	for _, c := range conns {
 		c.send(f)
 	}
@@ -315,12 +315,18 @@ func (a *Adapter) Typing(ctx context.Context, bot, chatID string) error {
 	return nil
 }
 
-// broadcast sends f to the chat's connections except skip.
-func (a *Adapter) broadcast(chatID string, group bool, skip *conn, f any) {
+// broadcast sends the frame made by frame to the chat's connections
+// except skip; frame is called only if there is one.
+func (a *Adapter) broadcast(chatID string, group bool, skip *conn, frame func() any) {
+	var f any
 	for _, c := range a.recipients(chatID, group) {
-		if c != skip {
-			c.send(f)
+		if c == skip {
+			continue
 		}
+		if f == nil {
+			f = frame()
+		}
+		c.send(f)
 	}
 }
 
