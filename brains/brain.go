@@ -149,3 +149,14 @@ type Artifact struct {
 // ErrEmptyReply is returned by a brain that produced no text and no
 // artifacts.
 var ErrEmptyReply = errors.New("brain produced an empty reply")
+
+// Instant is implemented by a brain that answers from memory, without I/O
+// and in well under a millisecond, when Instant returns true (the script
+// brain). The gateway may then run a person's turn before storing the
+// message, and store the message and the reply in one transaction. Such a
+// brain must not act on the world outside its Reply: a reply computed for
+// a message that turns out to be a duplicate is dropped.
+type Instant interface {
+	Brain
+	Instant() bool
+}

@@ -503,9 +503,10 @@ func TestBusyPairIsPaused(t *testing.T) {
 	if !strings.HasPrefix(last, "Hand-offs between Matty Atlas and Finn Shipley are paused for 1m0s") {
 		t.Errorf("21st hand-off in a minute: %q", last)
 	}
-	// Another user is not held up by Ann's busy pair.
+	// Another user is not held up by Ann's busy pair. (Finn's reply, in
+	// Finn's chat, may overtake Matty's acknowledgement.)
 	h.deliver(private("web-bob", "mattyatlas", "1", "tell finn to do one chore"))
-	if got := h.plat.next(t).Text; !strings.HasPrefix(got, "Handing this to Finn Shipley") {
+	if got := byChat(t, h.plat, 2)["web-bob:mattyatlas"].Text; !strings.HasPrefix(got, "Handing this to Finn Shipley") {
 		t.Errorf("Bob's hand-off: %q", got)
 	}
 }

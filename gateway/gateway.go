@@ -60,6 +60,8 @@ type Gateway struct {
 	// inflight maps a queued turn's ID to a channel closed when it ends;
 	// a turn with After waits on it.
 	inflight sync.Map
+	// claims orders the deliveries of each session (instant.go).
+	claims claims
 
 	policy     *delegation.Policy
 	delegation atomic.Pointer[DelegationSettings]
@@ -247,26 +249,51 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		}
 	}
 
+	if len(turns) > 0 {
+		keys := make([]SessionKey, len(turns))
+		for i, t := range turns {
+			keys[i] = t.Session
+		}
+		release, err := g.claims.take(ctx, keys)
+		if err != nil {
+			return Receipt{}, fmt.Errorf("deliver: %w", err)
+		}
+		defer release()
+		if bot, ok := instantBot(ev, roster, turns); ok {
+			if rec, taken, err := g.deliverInstant(ctx, ev, user, roster, bot, turns[0]); taken {
+				return rec, err
+			}
+		}
+	}
+
 	// Turns are queued by the store's callback, in the order they were
 	// stored, so a session's queue follows its messages.
 	res, err := g.store.AppendInbound(ctx, Inbound{
 		Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns,
-		OnStored: func(res InboundResult) {
-			if ev.OnStored != nil {
-				ev.OnStored(Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate})
-			}
-			if !res.Duplicate {
-				g.obs.EventIn(ev.Platform)
-				for _, t := range res.Turns {
-					g.push(t)
-				}
-			}
-		},
+		OnStored: g.inboundStored(ev, true),
 	})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("deliver: %w", err)
 	}
 	return Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate}, nil
+}
+
+// inboundStored is the callback of ev's write: it tells the platform and,
+// with queue, queues the turns the message started.
+func (g *Gateway) inboundStored(ev Event, queue bool) func(InboundResult) {
+	return func(res InboundResult) {
+		if ev.OnStored != nil {
+			ev.OnStored(Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate})
+		}
+		if !res.Duplicate {
+			g.obs.EventIn(ev.Platform)
+			if queue {
+				for _, t := range res.Turns {
+					g.push(t)
+				}
+			}
+		}
+	}
 }
 
 // push queues a stored turn in its session.

@@ -47,12 +47,46 @@ func (q *queues) push(t TurnRef) {
 	}
 }
 
+// claim makes session busy without queueing a turn, so turns pushed
+// meanwhile wait for release; it fails while the session has a turn
+// waiting or running, or the queues are draining. The gateway's instant
+// path (instant.go) runs a turn on the caller's goroutine this way.
+func (q *queues) claim(session string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, running := q.active[session]; running || q.draining {
+		return false
+	}
+	q.active[session] = []TurnRef{}
+	return true
+}
+
+// release ends a claim: turns pushed during it get a worker.
+func (q *queues) release(session string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.active[session]) == 0 || q.idle == nil && q.draining {
+		q.depth.Add(-int64(len(q.active[session])))
+		delete(q.active, session)
+		q.signalIdle()
+		return
+	}
+	q.wg.Add(1)
+	defer q.spawn(func() { q.work(session) })
+}
+
 // work runs one session's turns until its queue is empty, or draining
 // stopped early.
 func (q *queues) work(session string) {
 	defer q.wg.Done()
+	ran := false
 	for {
 		q.mu.Lock()
+		if ran {
+			// Counted down under the lock, with the session's end below,
+			// so a depth of zero means every session is free to claim.
+			q.depth.Add(-1)
+		}
 		waiting := q.active[session]
 		if len(waiting) == 0 || q.idle == nil && q.draining {
 			// Turns left behind stay stored for the next start.
@@ -67,7 +101,7 @@ func (q *queues) work(session string) {
 		q.mu.Unlock()
 
 		q.run(t)
-		q.depth.Add(-1)
+		ran = true
 	}
 }
 

@@ -33,6 +33,19 @@ type Store interface {
 	// CompleteTurn stores the reply, links it to the session, queues it in
 	// the outbox and marks the turn done, in one transaction.
 	CompleteTurn(ctx context.Context, c Completion) (Completed, error)
+	// PeekSession returns what a new turn in the session with key would
+	// see now (Ref.SessionID, Session and at most historyLimit messages of
+	// History) when the store holds all of it in memory; ok is false
+	// otherwise. It never reads storage, so it is cheap enough to try for
+	// every message.
+	PeekSession(key SessionKey, historyLimit int) (data TurnData, ok bool)
+	// AppendAnswered stores an inbound message that starts exactly one
+	// turn together with that turn's outcome: AppendInbound and
+	// CompleteTurn in one transaction, the turn stored done (never
+	// pending). The store sets c.Turn and c.Session. A duplicate message
+	// stores nothing of c, and the result says Duplicate. Inbound.OnStored
+	// is called before Completion.OnStored.
+	AppendAnswered(ctx context.Context, in Inbound, c Completion) (InboundResult, Completed, error)
 
 	// StartDelegations stores hand-offs made outside a turn (the API) and
 	// returns the turns it queued.

@@ -133,10 +133,14 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 		return c
 	}
 	// The person may have moved to another chat while the bot thought.
-	if now, err := g.route(ctx, data); err == nil {
-		to = now
-	} else {
-		log.Error("route reply", "err", err)
+	// (Not on the instant path: its message, not yet stored, is the
+	// person's latest.)
+	if data.Message.ID != 0 {
+		if now, err := g.route(ctx, data); err == nil {
+			to = now
+		} else {
+			log.Error("route reply", "err", err)
+		}
 	}
 	text := strings.TrimSpace(reply.Text)
 	if err != nil {
@@ -183,10 +187,23 @@ func apology(bot *Bot) string {
 // its messages to the outbox, queues the turns it started and pushes the
 // delegation changes to watchers.
 func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
-	// Replies and new turns are queued by the store's callback, in the
-	// order they were stored; watchers see "queued" before the target's
-	// turn can say "running".
-	c.OnStored = func(done Completed) {
+	c.OnStored = g.completionStored(c)
+	if !g.retryStore(ctx, log, "complete turn", func() error {
+		_, err := g.store.CompleteTurn(ctx, c)
+		return err
+	}) {
+		return
+	}
+	if u := c.Update; u != nil {
+		g.notifyUpdate(ctx, u.ID)
+	}
+}
+
+// completionStored is the callback of c's write. Replies and new turns
+// are queued there, in the order they were stored; watchers see "queued"
+// before the target's turn can say "running".
+func (g *Gateway) completionStored(c Completion) func(Completed) {
+	return func(done Completed) {
 		for _, d := range c.Delegations {
 			g.notify(d.Record)
 		}
@@ -196,15 +213,6 @@ func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
 		for _, t := range done.Turns {
 			g.push(t)
 		}
-	}
-	if !g.retryStore(ctx, log, "complete turn", func() error {
-		_, err := g.store.CompleteTurn(ctx, c)
-		return err
-	}) {
-		return
-	}
-	if u := c.Update; u != nil {
-		g.notifyUpdate(ctx, u.ID)
 	}
 }
 

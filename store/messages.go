@@ -155,97 +155,112 @@ func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int6
 
 // AppendInbound implements gateway.Store.
 func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.InboundResult, error) {
-	ev := in.Event
 	var res gateway.InboundResult
 	err := s.txIntake(ctx, func(tx *txn) error {
 		res = gateway.InboundResult{}
-		at := micros(ev.Time)
-		conv, _, err := ensureConversation(ctx, tx, ev.Platform, ev.ChatID, ev.Bot, ev.ChatType, ev.ChatName, at)
-		if err != nil {
-			return err
-		}
-		if err := addParticipant(ctx, tx, conv, "user", ev.Sender.PlatformID, at); err != nil {
-			return err
-		}
-		if ev.Bot != "" {
-			if err := addParticipant(ctx, tx, conv, "bot", ev.Bot, at); err != nil {
-				return err
-			}
-		}
-		m := gateway.Message{
-			Platform: ev.Platform, ChatID: ev.ChatID, ChatType: ev.ChatType,
-			PlatformMsgID: ev.MessageID, Kind: gateway.KindChat,
-			From:   gateway.Party{Kind: "human", ID: ev.Sender.PlatformID, Name: in.UserName},
-			UserID: in.UserID, Bot: ev.Bot, Text: ev.Text, ReplyTo: ev.ReplyTo, Time: ev.Time,
-		}
-		if ev.Sender.IsBot {
-			m.From.Kind = "bot"
-		}
-		for _, mn := range ev.Mentions {
-			name := mn.Bot
-			if name == "" {
-				name = mn.Name
-			}
-			m.Mentions = append(m.Mentions, name)
-		}
-		// The dedupe key is looked up before the message is written. (Taking
-		// a duplicate's message back afterwards would cost more than the
-		// lookup: deleting a message makes SQLite scan every table that
-		// refers to messages, none of which is indexed by message.) A key
-		// not yet written waits in the link log (links.go).
-		key := inboundKey{ev.Platform, ev.Bot, ev.ChatID, ev.MessageID}
-		first, pending := tx.pendingKey(key)
-		if !pending {
-			err = tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
-				WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
-				ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first)
-		}
-		if pending || err == nil {
-			return duplicate(ctx, tx, &res, in, first)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		sids := make([]string, len(in.Turns))
-		for i, t := range in.Turns {
-			if sids[i], err = ensureSession(ctx, tx, t.Session, at); err != nil {
-				return err
-			}
-		}
-		if m.ID, err = insertMessage(ctx, tx, conv, m, sessionList(sids...)); err != nil {
-			return err
-		}
-		keyMessage(tx, key, m.ID)
-		res.Message = m
-		for i, t := range in.Turns {
-			sid := sids[i]
-			if !slices.Contains(sids[:i], sid) {
-				linkMessage(tx, sid, m)
-			}
-			ref := gateway.TurnRef{SessionID: sid}
-			var after any
-			if n := len(res.Turns); n > 0 {
-				ref.After = res.Turns[n-1].ID
-				after = ref.After
-			}
-			if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
-				VALUES (?, ?, ?, ?, ?)`, sid, m.ID, t.Text, after, at); err != nil {
-				return err
-			}
-			res.Turns = append(res.Turns, ref)
-			cached := cachedTurn{ref: ref, message: m, text: t.Text}
-			tx.onStored(func() { s.recent.addTurn(cached) })
-		}
-		if in.OnStored != nil {
-			stored := res
-			tx.onStored(func() { in.OnStored(stored) })
-		}
-		return nil
+		return s.appendInbound(ctx, tx, in, &res, 0)
 	})
 	if err != nil {
 		return gateway.InboundResult{}, fmt.Errorf("store: append inbound: %w", err)
 	}
 	return res, nil
+}
+
+// appendInbound is AppendInbound inside tx. With doneAt set, its turns
+// are stored already done at doneAt (AppendAnswered completes them in
+// the same transaction), so none of them is pending at any moment.
+func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound, res *gateway.InboundResult, doneAt int64) error {
+	ev := in.Event
+	at := micros(ev.Time)
+	conv, _, err := ensureConversation(ctx, tx, ev.Platform, ev.ChatID, ev.Bot, ev.ChatType, ev.ChatName, at)
+	if err != nil {
+		return err
+	}
+	if err := addParticipant(ctx, tx, conv, "user", ev.Sender.PlatformID, at); err != nil {
+		return err
+	}
+	if ev.Bot != "" {
+		if err := addParticipant(ctx, tx, conv, "bot", ev.Bot, at); err != nil {
+			return err
+		}
+	}
+	m := gateway.Message{
+		Platform: ev.Platform, ChatID: ev.ChatID, ChatType: ev.ChatType,
+		PlatformMsgID: ev.MessageID, Kind: gateway.KindChat,
+		From:   gateway.Party{Kind: "human", ID: ev.Sender.PlatformID, Name: in.UserName},
+		UserID: in.UserID, Bot: ev.Bot, Text: ev.Text, ReplyTo: ev.ReplyTo, Time: ev.Time,
+	}
+	if ev.Sender.IsBot {
+		m.From.Kind = "bot"
+	}
+	for _, mn := range ev.Mentions {
+		name := mn.Bot
+		if name == "" {
+			name = mn.Name
+		}
+		m.Mentions = append(m.Mentions, name)
+	}
+	// The dedupe key is looked up before the message is written. (Taking
+	// a duplicate's message back afterwards would cost more than the
+	// lookup: deleting a message makes SQLite scan every table that
+	// refers to messages, none of which is indexed by message.) A key
+	// not yet written waits in the link log (links.go).
+	key := inboundKey{ev.Platform, ev.Bot, ev.ChatID, ev.MessageID}
+	first, pending := tx.pendingKey(key)
+	if !pending {
+		err = tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
+				WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
+			ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first)
+	}
+	if pending || err == nil {
+		return duplicate(ctx, tx, res, in, first)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	sids := make([]string, len(in.Turns))
+	for i, t := range in.Turns {
+		if sids[i], err = ensureSession(ctx, tx, t.Session, at); err != nil {
+			return err
+		}
+	}
+	if m.ID, err = insertMessage(ctx, tx, conv, m, sessionList(sids...)); err != nil {
+		return err
+	}
+	keyMessage(tx, key, m.ID)
+	res.Message = m
+	for i, t := range in.Turns {
+		sid := sids[i]
+		if !slices.Contains(sids[:i], sid) {
+			linkMessage(tx, sid, m)
+		}
+		ref := gateway.TurnRef{SessionID: sid}
+		var after any
+		if n := len(res.Turns); n > 0 {
+			ref.After = res.Turns[n-1].ID
+			after = ref.After
+		}
+		if doneAt != 0 {
+			if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at, status, done_at)
+					VALUES (?, ?, ?, ?, ?, 'done', ?)`, sid, m.ID, t.Text, after, at, doneAt); err != nil {
+				return err
+			}
+			res.Turns = append(res.Turns, ref)
+			continue
+		}
+		if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
+				VALUES (?, ?, ?, ?, ?)`, sid, m.ID, t.Text, after, at); err != nil {
+			return err
+		}
+		res.Turns = append(res.Turns, ref)
+		cached := cachedTurn{ref: ref, message: m, text: t.Text}
+		tx.onStored(func() { s.recent.addTurn(cached) })
+	}
+	if in.OnStored != nil {
+		stored := *res
+		tx.onStored(func() { in.OnStored(stored) })
+	}
+	return nil
 }
 
 // duplicate answers AppendInbound for a message stored before, first.

@@ -49,7 +49,9 @@ type recent struct {
 	mu       sync.Mutex
 	turns    map[int64]cachedTurn
 	sessions map[string]*window
-	lru      list.List // of *window, most recently used first
+	// keys finds the windows by their sessions' keys (PeekSession).
+	keys map[gateway.SessionKey]*window
+	lru  list.List // of *window, most recently used first
 	// size is how many messages a window keeps: the largest history asked
 	// for plus windowSlack. It only grows, under mu; it is read without
 	// mu by want, which every turn calls.
@@ -95,7 +97,15 @@ func (r *recent) sweep(now time.Time) {
 			return
 		}
 		r.lru.Remove(e)
-		delete(r.sessions, w.id)
+		r.drop(w)
+	}
+}
+
+// drop forgets w. r.mu is held.
+func (r *recent) drop(w *window) {
+	delete(r.sessions, w.id)
+	if r.keys[w.session.Key] == w {
+		delete(r.keys, w.session.Key)
 	}
 }
 
@@ -185,18 +195,40 @@ func (r *recent) install(w *window) {
 	defer r.mu.Unlock()
 	if r.sessions == nil {
 		r.sessions = make(map[string]*window)
+		r.keys = make(map[gateway.SessionKey]*window)
 	}
 	if old, ok := r.sessions[w.id]; ok {
 		r.lru.Remove(old.elem)
+		r.drop(old)
 	}
 	w.elem = r.lru.PushFront(w)
 	w.used = time.Now()
 	r.sessions[w.id] = w
+	r.keys[w.session.Key] = w
 	for len(r.sessions) > recentSessions {
 		last := r.lru.Back()
 		r.lru.Remove(last)
-		delete(r.sessions, last.Value.(*window).id)
+		r.drop(last.Value.(*window))
 	}
+}
+
+// peek is what a new turn in the session with key would see now: the
+// session's row and its last limit messages, oldest first, if the session
+// has a window that holds them. The history shares the window's array as
+// turn's does.
+func (r *recent) peek(key gateway.SessionKey, limit int) (gateway.Session, []gateway.Message, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.keys[key]
+	if !ok || (len(w.msgs) < limit && !w.complete) {
+		return gateway.Session{}, nil, false
+	}
+	r.use(w)
+	var hist []gateway.Message
+	if n := len(w.msgs); limit > 0 && n > 0 {
+		hist = w.msgs[max(0, n-limit):n:n]
+	}
+	return w.session, hist, true
 }
 
 // lastPrivate is the private chat where a person last wrote in a session,

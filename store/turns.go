@@ -58,6 +58,16 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 	return s.loadTurn(ctx, turnID, historyLimit)
 }
 
+// PeekSession implements gateway.Store from the recent cache alone.
+func (s *SQLite) PeekSession(key gateway.SessionKey, historyLimit int) (gateway.TurnData, bool) {
+	s.recent.want(historyLimit)
+	sess, hist, ok := s.recent.peek(key, historyLimit)
+	if !ok {
+		return gateway.TurnData{}, false
+	}
+	return gateway.TurnData{Ref: gateway.TurnRef{SessionID: sess.ID}, Session: sess, History: hist}, true
+}
+
 // loadTurn is LoadTurn from SQLite.
 func (s *SQLite) loadTurn(ctx context.Context, turnID int64, historyLimit int) (gateway.TurnData, error) {
 	var d gateway.TurnData
@@ -147,111 +157,145 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 	var out gateway.Completed
 	err := s.tx(ctx, func(tx *txn) error {
 		out = gateway.Completed{}
-		// A completion without a turn settles a delegation (after a
-		// restart); it has no turn to check or close.
-		var delegation sql.NullString
-		now := micros(timeNow())
-		if c.Turn.ID != 0 {
-			// Closed first: a turn already done (or unknown) writes
-			// nothing more. (turns.reply_id is no longer written: nothing
-			// read it, and it cost a statement per turn.)
-			res, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'done', done_at = ? WHERE id = ? AND status = 'pending'`, now, c.Turn.ID)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
-				var status string
-				return notFound(tx.QueryRowContext(ctx, `SELECT status FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status))
-			}
-			if len(c.Artifacts) > 0 {
-				// Artifacts belong to the turn's delegation too.
-				if err := tx.QueryRowContext(ctx, `SELECT delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&delegation); err != nil {
-					return err
-				}
-			}
-		}
-		// Hand-offs first, so the posts that mention them can carry their
-		// status.
-		for _, d := range c.Delegations {
-			ref, err := startDelegation(ctx, tx, d, now)
-			if err != nil {
-				return err
-			}
-			if ref.ID != 0 {
-				out.Turns = append(out.Turns, ref)
-			}
-		}
-		for i, p := range c.Posts {
-			o, err := post(ctx, tx, p, now)
-			if err != nil {
-				return err
-			}
-			if i == 0 {
-				if err := insertArtifacts(ctx, tx, c.Artifacts, o.MessageID, delegation.String, now); err != nil {
-					return err
-				}
-			}
-			out.Outbox = append(out.Outbox, o)
-		}
-		if len(c.Posts) == 0 && len(c.Artifacts) > 0 {
-			if err := insertArtifacts(ctx, tx, c.Artifacts, 0, delegation.String, now); err != nil {
-				return err
-			}
-		}
-		for _, n := range c.Notes {
-			if err := note(ctx, tx, n); err != nil {
-				return err
-			}
-		}
-		if c.Update != nil {
-			if err := updateDelegation(ctx, tx, *c.Update, now); err != nil {
-				return err
-			}
-		}
-		if c.Retry != "" {
-			// (RETURNING would build a temporary table.)
-			res, err := tx.ExecContext(ctx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
-				SELECT session_id, message_id, ?, delegation_id, ? FROM turns WHERE id = ?`,
-				c.Retry, now, c.Turn.ID)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n != 1 {
-				return fmt.Errorf("retry of turn %d: %d rows, %v", c.Turn.ID, n, err)
-			}
-			tid, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			out.Turns = append(out.Turns, gateway.TurnRef{ID: tid, SessionID: c.Session})
-		}
-		if c.OnStored != nil {
-			tx.onStored(func() { c.OnStored(out) })
-		}
-		if c.Turn.ID == 0 {
-			return nil
-		}
-		// A session's updated_at moves with every turn, but is written at
-		// most every touchEvery (10 s): a busy session would otherwise
-		// update its row, on a page of its own, with every message.
-		touch := c.ResumeID != "" || s.recent.stale(c.Session, now)
-		tx.onStored(func() { s.recent.doneTurn(c.Turn.ID, c.Session, c.ResumeID, now, touch) })
-		if c.ResumeID != "" {
-			_, err := tx.ExecContext(ctx, `UPDATE sessions SET resume_id = ?, updated_at = ? WHERE id = ?`, c.ResumeID, now, c.Session)
-			return err
-		}
-		if touch {
-			_, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, c.Session)
-			return err
-		}
-		return nil
+		return s.completeTurn(ctx, tx, c, &out, micros(timeNow()), false)
 	})
 	if err != nil {
 		return gateway.Completed{}, fmt.Errorf("store: complete turn %d: %w", c.Turn.ID, err)
 	}
 	return out, nil
+}
+
+// AppendAnswered implements gateway.Store: appendInbound and completeTurn
+// in one transaction, the turn stored done.
+func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gateway.Completion) (gateway.InboundResult, gateway.Completed, error) {
+	if len(in.Turns) != 1 {
+		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %d turns, want 1", len(in.Turns))
+	}
+	var (
+		res gateway.InboundResult
+		out gateway.Completed
+	)
+	err := s.txIntake(ctx, func(tx *txn) error {
+		res, out = gateway.InboundResult{}, gateway.Completed{}
+		now := micros(timeNow())
+		if err := s.appendInbound(ctx, tx, in, &res, now); err != nil || res.Duplicate {
+			return err
+		}
+		c := c
+		c.Turn, c.Session = res.Turns[0], res.Turns[0].SessionID
+		return s.completeTurn(ctx, tx, c, &out, now, true)
+	})
+	if err != nil {
+		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %w", err)
+	}
+	return res, out, nil
+}
+
+// completeTurn is CompleteTurn inside tx at now; closed says the turn was
+// stored done already (AppendAnswered).
+func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion, out *gateway.Completed, now int64, closed bool) error {
+	// A completion without a turn settles a delegation (after a
+	// restart); it has no turn to check or close.
+	var delegation sql.NullString
+	if c.Turn.ID != 0 && !closed {
+		// Closed first: a turn already done (or unknown) writes
+		// nothing more. (turns.reply_id is no longer written: nothing
+		// read it, and it cost a statement per turn.)
+		res, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'done', done_at = ? WHERE id = ? AND status = 'pending'`, now, c.Turn.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			var status string
+			return notFound(tx.QueryRowContext(ctx, `SELECT status FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status))
+		}
+	}
+	if c.Turn.ID != 0 {
+		if len(c.Artifacts) > 0 {
+			// Artifacts belong to the turn's delegation too.
+			if err := tx.QueryRowContext(ctx, `SELECT delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&delegation); err != nil {
+				return err
+			}
+		}
+	}
+	// Hand-offs first, so the posts that mention them can carry their
+	// status.
+	for _, d := range c.Delegations {
+		ref, err := startDelegation(ctx, tx, d, now)
+		if err != nil {
+			return err
+		}
+		if ref.ID != 0 {
+			out.Turns = append(out.Turns, ref)
+		}
+	}
+	for i, p := range c.Posts {
+		o, err := post(ctx, tx, p, now)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := insertArtifacts(ctx, tx, c.Artifacts, o.MessageID, delegation.String, now); err != nil {
+				return err
+			}
+		}
+		out.Outbox = append(out.Outbox, o)
+	}
+	if len(c.Posts) == 0 && len(c.Artifacts) > 0 {
+		if err := insertArtifacts(ctx, tx, c.Artifacts, 0, delegation.String, now); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Notes {
+		if err := note(ctx, tx, n); err != nil {
+			return err
+		}
+	}
+	if c.Update != nil {
+		if err := updateDelegation(ctx, tx, *c.Update, now); err != nil {
+			return err
+		}
+	}
+	if c.Retry != "" {
+		// (RETURNING would build a temporary table.)
+		res, err := tx.ExecContext(ctx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+				SELECT session_id, message_id, ?, delegation_id, ? FROM turns WHERE id = ?`,
+			c.Retry, now, c.Turn.ID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("retry of turn %d: %d rows, %v", c.Turn.ID, n, err)
+		}
+		tid, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		out.Turns = append(out.Turns, gateway.TurnRef{ID: tid, SessionID: c.Session})
+	}
+	if c.OnStored != nil {
+		stored := *out
+		tx.onStored(func() { c.OnStored(stored) })
+	}
+	if c.Turn.ID == 0 {
+		return nil
+	}
+	// A session's updated_at moves with every turn, but is written at
+	// most every touchEvery (10 s): a busy session would otherwise
+	// update its row, on a page of its own, with every message.
+	touch := c.ResumeID != "" || s.recent.stale(c.Session, now)
+	tx.onStored(func() { s.recent.doneTurn(c.Turn.ID, c.Session, c.ResumeID, now, touch) })
+	if c.ResumeID != "" {
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET resume_id = ?, updated_at = ? WHERE id = ?`, c.ResumeID, now, c.Session)
+		return err
+	}
+	if touch {
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET updated_at = ? WHERE id = ?`, now, c.Session)
+		return err
+	}
+	return nil
 }
 
 // post stores a message in its chat (and session) and queues it in the

@@ -1,0 +1,253 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// instantFunc is a brainFunc that says it answers at once
+// (brains.Instant), so its turns may take the instant path.
+type instantFunc func(context.Context, brains.Turn) (brains.Reply, error)
+
+func (f instantFunc) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
+	return f(ctx, t)
+}
+func (instantFunc) Instant() bool { return true }
+
+// turnLog records the turns a brain saw.
+type turnLog struct {
+	mu    sync.Mutex
+	turns []brains.Turn
+}
+
+func (l *turnLog) add(t brains.Turn) {
+	l.mu.Lock()
+	l.turns = append(l.turns, t)
+	l.mu.Unlock()
+}
+
+func (l *turnLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.turns)
+}
+
+func (l *turnLog) last() brains.Turn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.turns[len(l.turns)-1]
+}
+
+func historyTexts(t brains.Turn) []string {
+	var out []string
+	for _, e := range t.History {
+		out = append(out, e.Kind+":"+e.Text)
+	}
+	return out
+}
+
+func TestInstantPathAnswersBeforeDeliverReturns(t *testing.T) {
+	var log turnLog
+	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		log.add(tr)
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	})
+	h := newHarness(t, bot("matty", b))
+	// A new session takes the stored path; its turn loads the session
+	// into the store's cache.
+	h.deliver(private("web-ann", "matty", "1", "one"))
+	if got := h.plat.next(t).Text; got != "re one" {
+		t.Fatalf("first reply = %q", got)
+	}
+	until(t, func() bool { return h.gw.QueueDepth() == 0 })
+	// Now the session is known and idle: the next message is answered by
+	// the time Deliver returns, and stored with its reply.
+	r := h.deliver(private("web-ann", "matty", "2", "two"))
+	if log.count() != 2 {
+		t.Fatalf("brain ran %d times when Deliver returned, want 2 (the instant path)", log.count())
+	}
+	if got := historyTexts(log.last()); !slices.Equal(got, []string{"human:one", "bot:re one"}) {
+		t.Errorf("history = %q", got)
+	}
+	if got := h.plat.next(t); got.Text != "re two" || got.MessageID <= r.MessageID || got.ReplyTo != "2" {
+		t.Errorf("second reply = %+v (message %d)", got, r.MessageID)
+	}
+	pending, err := h.store.PendingTurns(context.Background())
+	if err != nil || len(pending) != 0 {
+		t.Errorf("pending turns = %v, %v", pending, err)
+	}
+
+	// A duplicate is acknowledged as the original and not answered again.
+	again := h.deliver(private("web-ann", "matty", "2", "two"))
+	if !again.Duplicate || again.MessageID != r.MessageID {
+		t.Errorf("duplicate receipt = %+v, want message %d", again, r.MessageID)
+	}
+	h.deliver(private("web-ann", "matty", "3", "three"))
+	if got := h.plat.next(t).Text; got != "re three" {
+		t.Errorf("reply after the duplicate = %q (the duplicate was answered?)", got)
+	}
+	if got := historyTexts(log.last()); !slices.Equal(got, []string{"human:one", "bot:re one", "human:two", "bot:re two"}) {
+		t.Errorf("history of the third = %q", got)
+	}
+}
+
+func TestInstantPathWaitsForABusySession(t *testing.T) {
+	var log turnLog
+	release := make(chan struct{})
+	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		log.add(tr)
+		if tr.Text == "two" {
+			<-release // the second turn is still running when the third arrives
+		}
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	})
+	h := newHarness(t, bot("matty", b))
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the harness closes, on a failure
+	h.deliver(private("web-ann", "matty", "1", "one"))
+	h.plat.next(t)
+	until(t, func() bool { return h.gw.QueueDepth() == 0 })
+	// "two" is instant and blocks its Deliver; "three", from another
+	// goroutine, must neither overtake it nor run beside it.
+	done := make(chan gateway.Receipt)
+	go func() {
+		r, _ := h.gw.Deliver(context.Background(), private("web-ann", "matty", "2", "two"))
+		done <- r
+	}()
+	until(t, func() bool { return log.count() == 2 }) // "two" is inside the brain
+	third := make(chan gateway.Receipt)
+	go func() {
+		r, _ := h.gw.Deliver(context.Background(), private("web-ann", "matty", "3", "three"))
+		third <- r
+	}()
+	select {
+	case r := <-third:
+		t.Fatalf("three was stored (as %d) while two was being answered", r.MessageID)
+	case <-time.After(50 * time.Millisecond):
+	}
+	free()
+	r2, r3 := <-done, <-third
+	if r3.MessageID <= r2.MessageID {
+		t.Errorf("three stored as %d, before two (%d)", r3.MessageID, r2.MessageID)
+	}
+	if got := h.plat.next(t).Text; got != "re two" {
+		t.Errorf("reply = %q, want re two first", got)
+	}
+	if got := h.plat.next(t).Text; got != "re three" {
+		t.Errorf("reply = %q, want re three", got)
+	}
+	if got := historyTexts(log.last()); !slices.Equal(got, []string{"human:one", "bot:re one", "human:two", "bot:re two"}) {
+		t.Errorf("history of three = %q", got)
+	}
+}
+
+func TestInstantPathFallsBackWhileATurnIsQueued(t *testing.T) {
+	var log turnLog
+	release := make(chan struct{})
+	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		log.add(tr)
+		if tr.Text == "one" {
+			<-release
+		}
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	})
+	h := newHarness(t, bot("matty", b))
+	// "one" takes the stored path (a new session) and blocks in its
+	// worker, with the session's window loaded; "two" finds the session
+	// busy and is stored to wait its turn rather than answered at once.
+	h.deliver(private("web-ann", "matty", "1", "one"))
+	until(t, func() bool { return log.count() == 1 })
+	h.deliver(private("web-ann", "matty", "2", "two"))
+	if n := log.count(); n != 1 {
+		t.Fatalf("brain ran %d times with the session busy, want 1", n)
+	}
+	close(release)
+	if got := h.plat.next(t).Text; got != "re one" {
+		t.Errorf("reply = %q", got)
+	}
+	if got := h.plat.next(t).Text; got != "re two" {
+		t.Errorf("reply = %q", got)
+	}
+	if got := historyTexts(log.last()); !slices.Equal(got, []string{"human:one", "bot:re one"}) {
+		t.Errorf("history of two = %q", got)
+	}
+}
+
+// Many deliveries to one session at once, some instant and some stored:
+// every turn sees exactly the person's messages stored before its own.
+func TestConcurrentDeliveriesToOneSessionStayInOrder(t *testing.T) {
+	var log turnLog
+	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		log.add(tr)
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	})
+	mb := bot("matty", b)
+	mb.HistoryWindow = 200
+	h := newHarness(t, mb)
+	const senders, each = 4, 15
+	ids := make(map[string]int64)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Go(func() {
+			for i := range each {
+				text := fmt.Sprintf("m%d-%d", s, i)
+				r, err := h.gw.Deliver(context.Background(), private("web-ann", "matty", text, text))
+				if err != nil {
+					t.Errorf("deliver %s: %v", text, err)
+					return
+				}
+				mu.Lock()
+				ids[text] = r.MessageID
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for range senders * each {
+		h.plat.next(t)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.turns) != senders*each {
+		t.Fatalf("%d turns, want %d", len(log.turns), senders*each)
+	}
+	for _, tr := range log.turns {
+		var want, got []string
+		for text, id := range ids {
+			if id < ids[tr.Text] {
+				want = append(want, text)
+			}
+		}
+		for _, e := range tr.History {
+			if e.Kind == "human" {
+				got = append(got, e.Text)
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("turn %s (message %d) saw people's messages %q, want %q", tr.Text, ids[tr.Text], got, want)
+		}
+	}
+}
+
+// until waits for cond, polling.
+func until(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,129 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/store"
+)
+
+// answer is the completion of a turn on Ann's session with matty: one
+// reply in her private chat.
+func answer(session, text string) gateway.Completion {
+	m := gateway.Message{
+		Platform: "web", ChatID: "web-ann:matty", ChatType: gateway.ChatPrivate, Kind: gateway.KindChat,
+		From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, UserID: "user-ann", Bot: "matty", Text: text,
+	}
+	return gateway.Completion{Session: session, Posts: []gateway.Post{{Message: m, Session: session}}}
+}
+
+// texts are the texts of msgs, in order.
+func texts(msgs []gateway.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sb.db")
+	s := open(t, path)
+	key := inbound("", "").Turns[0].Session
+
+	if _, ok := s.PeekSession(key, 20); ok {
+		t.Fatal("PeekSession found a session that does not exist")
+	}
+	// The stored path first: the session is created, and loading its
+	// turn puts its window in memory.
+	first, err := s.AppendInbound(ctx, inbound("1", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadTurn(ctx, first.Turns[0].ID, 20); err != nil {
+		t.Fatal(err)
+	}
+	c := answer(first.Turns[0].SessionID, "hi Ann")
+	c.Turn = first.Turns[0]
+	if _, err := s.CompleteTurn(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+
+	data, ok := s.PeekSession(key, 20)
+	if !ok || data.Ref.SessionID != first.Turns[0].SessionID || data.Session.Key != key {
+		t.Fatalf("PeekSession = %+v, %v", data, ok)
+	}
+	if got := texts(data.History); !slices.Equal(got, []string{"hello", "hi Ann"}) {
+		t.Fatalf("peeked history = %q", got)
+	}
+
+	var calls []string
+	in := inbound("2", "how are you")
+	in.OnStored = func(r gateway.InboundResult) { calls = append(calls, "inbound") }
+	c = answer(data.Ref.SessionID, "fine")
+	c.OnStored = func(d gateway.Completed) { calls = append(calls, "completion") }
+	res, done, err := s.AppendAnswered(ctx, in, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duplicate || res.Message.ID == 0 || len(done.Outbox) != 1 || done.Outbox[0].Text != "fine" {
+		t.Fatalf("AppendAnswered = %+v, %+v", res, done)
+	}
+	if !slices.Equal(calls, []string{"inbound", "completion"}) {
+		t.Errorf("callbacks = %q, want the inbound's before the completion's", calls)
+	}
+	// The turn was never pending; the reply waits in the outbox.
+	if pending, err := s.PendingTurns(ctx); err != nil || len(pending) != 0 {
+		t.Errorf("pending turns = %v, %v", pending, err)
+	}
+	if out, err := s.PendingOutbox(ctx); err != nil || len(out) != 2 || out[1].Text != "fine" || out[1].MessageID <= res.Message.ID {
+		t.Errorf("pending outbox = %+v, %v", out, err)
+	}
+	if data, _ := s.PeekSession(key, 20); !slices.Equal(texts(data.History), []string{"hello", "hi Ann", "how are you", "fine"}) {
+		t.Errorf("window after the exchange = %q", texts(data.History))
+	}
+	if data, _ := s.PeekSession(key, 3); !slices.Equal(texts(data.History), []string{"hi Ann", "how are you", "fine"}) {
+		t.Errorf("last 3 = %q", texts(data.History))
+	}
+
+	// A duplicate stores nothing of its answer.
+	calls = nil
+	again, done, err := s.AppendAnswered(ctx, in, answer(data.Ref.SessionID, "fine again"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Duplicate || again.Message.ID != res.Message.ID || len(done.Outbox) != 0 || !slices.Equal(calls, []string{"inbound"}) {
+		t.Fatalf("duplicate = %+v, %+v, callbacks %q", again, done, calls)
+	}
+
+	// All of it is in SQLite, as another process opening it sees.
+	s.Close()
+	s2, err := store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	msgs, err := s2.SessionMessages(ctx, data.Ref.SessionID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(msgs); !slices.Equal(got, []string{"hello", "hi Ann", "how are you", "fine"}) {
+		t.Errorf("stored history = %q", got)
+	}
+	if pending, err := s2.PendingTurns(ctx); err != nil || len(pending) != 0 {
+		t.Errorf("pending turns after reopening = %v, %v", pending, err)
+	}
+}
+
+func TestAppendAnsweredTakesOneTurn(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "sb.db"))
+	in := inbound("1", "hi")
+	in.Turns = append(in.Turns, in.Turns[0])
+	if _, _, err := s.AppendAnswered(context.Background(), in, gateway.Completion{}); err == nil {
+		t.Fatal("AppendAnswered stored a message with two turns")
+	}
+}
