@@ -44,6 +44,13 @@ type recording struct {
 	turns []brains.Turn
 }
 
+// Instant passes on the wrapped brain's (brains.Instant), so a recorded
+// script brain takes the instant path as it would unrecorded.
+func (r *recording) Instant() bool {
+	in, ok := r.Brain.(brains.Instant)
+	return ok && in.Instant()
+}
+
 func (r *recording) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
 	r.mu.Lock()
 	r.turns = append(r.turns, t)

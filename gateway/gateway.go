@@ -249,21 +249,21 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		}
 	}
 
+	if bot, ok := instantBot(ev, roster, turns); ok {
+		if rec, taken, err := g.deliverInstant(ctx, ev, user, roster, bot, turns[0]); taken {
+			return rec, err
+		}
+	}
 	if len(turns) > 0 {
 		keys := make([]SessionKey, len(turns))
 		for i, t := range turns {
 			keys[i] = t.Session
 		}
-		release, err := g.claims.take(ctx, keys)
+		release, err := g.claims.shared(ctx, keys)
 		if err != nil {
 			return Receipt{}, fmt.Errorf("deliver: %w", err)
 		}
 		defer release()
-		if bot, ok := instantBot(ev, roster, turns); ok {
-			if rec, taken, err := g.deliverInstant(ctx, ev, user, roster, bot, turns[0]); taken {
-				return rec, err
-			}
-		}
 	}
 
 	// Turns are queued by the store's callback, in the order they were

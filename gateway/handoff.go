@@ -13,6 +13,17 @@ import (
 	"github.com/switchboard-chat/switchboard/delegation"
 )
 
+// mayHandOff reports whether handOffs could find a hand-off in text said
+// by bot in a private chat, or in a brain's extra hand-offs: it looks for
+// triggers without admitting anything.
+func mayHandOff(roster *Roster, bot *Bot, text string, extra []brains.Handoff) bool {
+	if len(extra) > 0 {
+		return true
+	}
+	parser, found := roster.Parser(bot.ID)
+	return found && len(parser.Find(text)) > 0
+}
+
 // handOffs turns the triggers in text, said by bot in the turn data, into
 // delegations (SPEC §5). parent is the delegation the turn works for (nil
 // for a person's message or an ordinary reply); to is the chat where the

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -20,11 +21,17 @@ import (
 // was told was stored, which the sender sends again), and the reply is
 // stored before it is sent. The turn runs on the delivering goroutine
 // while its session is claimed in the queues, so the session's other
-// turns wait for it as they would for a queued turn; it sees the session
-// as the store's cache holds it. When any of that is missing (the session
-// is new or not cached, a turn of it is queued or running, the message
-// starts several turns or none, the chat is a group, the gateway is
-// stopping), the message takes the stored path.
+// turns wait for it as they would for a queued turn, and it sees the
+// session as the store's cache holds it; if the session gains a message
+// before the commit (a hand-off's task from another session, say), the
+// store refuses the answer (ErrStale). Whenever any of that fails — the
+// session is new or not cached, a turn of it is queued or running,
+// another delivery of it is under way, the message starts several turns
+// or none, the chat is a group, the message or the reply would hand work
+// on (a hand-off counts against the policy's limits as it is admitted,
+// which must happen only for a stored message), the answer is stale —
+// the message takes the stored path, as if the instant path did not
+// exist.
 
 // instantBot returns the bot of the one turn an event starts, when the
 // event may take the instant path.
@@ -37,22 +44,31 @@ func instantBot(ev Event, roster *Roster, turns []TurnRequest) (*Bot, bool) {
 		return nil, false
 	}
 	in, ok := bot.Brain.(brains.Instant)
-	return bot, ok && in.Instant()
+	if !ok || !in.Instant() || mayHandOff(roster, bot, turns[0].Text, nil) {
+		return nil, false
+	}
+	return bot, true
 }
 
 // deliverInstant answers and stores ev on the instant path. taken is
 // false when the event must take the stored path instead (nothing has
 // been stored then).
 func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, roster *Roster, bot *Bot, req TurnRequest) (rec Receipt, taken bool, err error) {
+	release, ok := g.claims.exclusive(req.Session)
+	if !ok {
+		return Receipt{}, false, nil
+	}
+	defer release()
 	limit := g.historyLimit()
-	data, ok := g.store.PeekSession(req.Session, limit)
+	data, _, ok := g.store.PeekSession(req.Session, limit)
 	if !ok || !g.queues.claim(data.Ref.SessionID) {
 		return Receipt{}, false, nil
 	}
 	defer g.queues.release(data.Ref.SessionID)
 	// Again, now that no other turn of the session can start: a turn may
 	// have ended between the two looks.
-	if data, ok = g.store.PeekSession(req.Session, limit); !ok {
+	data, latest, ok := g.store.PeekSession(req.Session, limit)
+	if !ok {
 		return Receipt{}, false, nil
 	}
 	data.Message = Message{
@@ -62,69 +78,130 @@ func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, ro
 		UserID: user.ID, Bot: ev.Bot, Text: ev.Text, ReplyTo: ev.ReplyTo, Time: ev.Time,
 	}
 	data.Text = req.Text
-	ctxTurn := g.turnCtx
-	c := g.ordinaryTurn(ctxTurn, with(g.log, "session", data.Ref.SessionID), roster, bot, data)
-	if ctxTurn.Err() != nil {
+	turnCtx := g.turnCtx
+	c, ok := g.ordinaryTurn(turnCtx, with(g.log, "session", data.Ref.SessionID), roster, bot, data)
+	if turnCtx.Err() != nil {
 		return Receipt{}, true, fmt.Errorf("deliver: %w", ErrStopped)
+	}
+	if !ok {
+		return Receipt{}, false, nil
 	}
 	c.OnStored = g.completionStored(c)
 	in := Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: []TurnRequest{req}, OnStored: g.inboundStored(ev, false)}
-	res, _, err := g.store.AppendAnswered(ctx, in, c)
+	res, _, err := g.store.AppendAnswered(ctx, in, c, latest)
+	if errors.Is(err, ErrStale) {
+		return Receipt{}, false, nil
+	}
 	if err != nil {
 		return Receipt{}, true, fmt.Errorf("deliver: %w", err)
 	}
 	return Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate}, true, nil
 }
 
-// claims orders the deliveries of each session: a message is stored (and,
-// on the instant path, answered) only while no other message of one of
-// its sessions is between its own look at the session and its commit.
-// Without it a message that took the stored path could be stored while an
-// earlier one was still being answered, and the two would be stored in
-// the other order.
+// claims orders the deliveries of each session. A delivery on the
+// instant path claims its session exclusively, from its look at the
+// session to its commit, and gives up the path if another delivery of
+// the session is under way. Deliveries on the stored path share their
+// sessions' claims (they are ordered by their commits, and share them by
+// group commit), and wait while an instant one holds one of them: stored
+// meanwhile, a later message would be stored before an earlier one still
+// being answered.
 type claims struct {
 	mu sync.Mutex
-	m  map[SessionKey]chan struct{} // closed when the claim ends
+	m  map[SessionKey]*claim
+	// waiting counts the stored deliveries waiting for each session: an
+	// instant one does not claim it from under them.
+	waiting map[SessionKey]int
 }
 
-// take waits until none of keys is claimed, then claims them all at once
-// (so two deliveries never hold one key each while waiting for the
-// other's). The returned function ends the claim.
-func (c *claims) take(ctx context.Context, keys []SessionKey) (func(), error) {
+// claim is a session's: n deliveries share it, or one holds it
+// exclusively and excl is closed when it lets go.
+type claim struct {
+	n    int
+	excl chan struct{}
+}
+
+// exclusive claims key if no delivery holds it; the returned function
+// lets go.
+func (c *claims) exclusive(key SessionKey) (func(), bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, held := c.m[key]; held || c.waiting[key] > 0 {
+		return nil, false
+	}
+	if c.m == nil {
+		c.m = make(map[SessionKey]*claim)
+	}
+	cl := &claim{excl: make(chan struct{})}
+	c.m[key] = cl
+	return func() {
+		c.mu.Lock()
+		delete(c.m, key)
+		c.mu.Unlock()
+		close(cl.excl)
+	}, true
+}
+
+// shared waits until no delivery holds one of keys exclusively, then
+// shares them all (taken at once, so no two deliveries each hold one key
+// while waiting for the other's). The returned function lets go.
+func (c *claims) shared(ctx context.Context, keys []SessionKey) (func(), error) {
 	for {
 		c.mu.Lock()
 		var busy chan struct{}
 		for _, k := range keys {
-			if ch, ok := c.m[k]; ok {
-				busy = ch
+			if cl, ok := c.m[k]; ok && cl.excl != nil {
+				busy = cl.excl
 				break
 			}
 		}
 		if busy == nil {
 			if c.m == nil {
-				c.m = make(map[SessionKey]chan struct{})
+				c.m = make(map[SessionKey]*claim)
 			}
-			done := make(chan struct{})
 			for _, k := range keys {
-				c.m[k] = done
+				cl, ok := c.m[k]
+				if !ok {
+					cl = &claim{}
+					c.m[k] = cl
+				}
+				cl.n++
 			}
 			c.mu.Unlock()
 			return func() {
 				c.mu.Lock()
+				defer c.mu.Unlock()
 				for _, k := range keys {
-					if c.m[k] == done {
-						delete(c.m, k)
+					if cl := c.m[k]; cl != nil {
+						if cl.n--; cl.n == 0 {
+							delete(c.m, k)
+						}
 					}
 				}
-				c.mu.Unlock()
-				close(done)
 			}, nil
 		}
+		if c.waiting == nil {
+			c.waiting = make(map[SessionKey]int)
+		}
+		for _, k := range keys {
+			c.waiting[k]++
+		}
 		c.mu.Unlock()
+		var err error
 		select {
 		case <-busy:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			err = ctx.Err()
+		}
+		c.mu.Lock()
+		for _, k := range keys {
+			if c.waiting[k]--; c.waiting[k] == 0 {
+				delete(c.waiting, k)
+			}
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 	}
 }

@@ -251,3 +251,58 @@ func until(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A reply that hands work on is not made on the instant path (a hand-off
+// is admitted against the policy's limits only for a stored message):
+// the message takes the stored path and the hand-off happens there.
+func TestInstantReplyThatHandsOffTakesTheStoredPath(t *testing.T) {
+	var mattyTurns turnLog
+	matty := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		mattyTurns.add(tr)
+		if tr.Text == "the roof leaks" {
+			return brains.Reply{Text: "Tell Finn Shipley to fix the roof."}, nil
+		}
+		return brains.Reply{Text: "noted"}, nil
+	})
+	h := newHarness(t,
+		dbot("mattyatlas", "Matty Atlas", matty, "finnshipley"),
+		dbot("finnshipley", "Finn Shipley", scripted(t, "Fixed: {{.Text}}")),
+	)
+	h.deliver(private("web-ann", "mattyatlas", "1", "hello"))
+	h.plat.next(t)
+	until(t, func() bool { return h.gw.QueueDepth() == 0 })
+
+	h.deliver(private("web-ann", "mattyatlas", "2", "the roof leaks"))
+	var sent []string
+	for range 3 {
+		m := h.plat.next(t)
+		sent = append(sent, m.ChatID+": "+m.Text)
+	}
+	slices.Sort(sent)
+	want := []string{
+		"web-ann:finnshipley: Fixed: fix the roof",
+		"web-ann:mattyatlas: Finn Shipley finished: Fixed: fix the roof",
+		"web-ann:mattyatlas: Tell Finn Shipley to fix the roof.",
+	}
+	if !slices.Equal(sent, want) {
+		t.Errorf("sent %q, want %q", sent, want)
+	}
+	// Matty's brain answered twice: at once (the answer dropped), then on
+	// the stored path.
+	n := 0
+	for _, tr := range mattyTurns.turns {
+		if tr.Text == "the roof leaks" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("Matty answered the message %d times, want 2", n)
+	}
+	ds, err := h.gw.Delegations(context.Background(), "", "")
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("delegations = %+v, %v; want one", ds, err)
+	}
+	if ds[0].From != "mattyatlas" || ds[0].To != "finnshipley" {
+		t.Errorf("delegation = %+v", ds[0])
+	}
+}

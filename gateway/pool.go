@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,7 @@ type pool struct {
 	quit chan struct{}
 	once sync.Once
 	idle time.Duration // poolIdle, shorter in tests
+	live atomic.Int64  // goroutines running or waiting for work
 }
 
 func newPool(idle time.Duration) *pool {
@@ -33,6 +35,7 @@ func (p *pool) Go(fn func()) {
 	select {
 	case p.work <- fn:
 	default:
+		p.live.Add(1)
 		go p.run(fn)
 	}
 }
@@ -40,6 +43,7 @@ func (p *pool) Go(fn func()) {
 // run runs fn and then whatever is handed to it until it has waited
 // p.idle for work, or the pool is closed.
 func (p *pool) run(fn func()) {
+	defer p.live.Add(-1)
 	var idle *time.Timer
 	for {
 		fn()

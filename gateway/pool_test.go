@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,15 +23,16 @@ func handedOver(p *pool, fn func(), d time.Duration) bool {
 	}
 }
 
-// settle waits until no more than n goroutines run.
-func settle(t *testing.T, n int) {
+// settle waits until p has no goroutine left. (The process's goroutine
+// count would not do: other tests' goroutines come and go meanwhile.)
+func settle(t *testing.T, p *pool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > n && time.Now().Before(deadline) {
+	for p.live.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := runtime.NumGoroutine(); got > n {
-		t.Fatalf("%d goroutines left, %d before the pool", got, n)
+	if got := p.live.Load(); got > 0 {
+		t.Fatalf("%d goroutines of the pool left", got)
 	}
 }
 
@@ -53,7 +53,6 @@ func TestPool(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := runtime.NumGoroutine()
 			p := newPool(tc.idle)
 			defer p.close()
 			var ran atomic.Int32
@@ -70,7 +69,7 @@ func TestPool(t *testing.T) {
 					t.Fatal("no goroutine waits for work after the first function")
 				}
 			} else {
-				settle(t, before)
+				settle(t, p)
 				if handedOver(p, func() {}, 0) {
 					t.Fatal("a goroutine still waits for work")
 				}
@@ -81,7 +80,7 @@ func TestPool(t *testing.T) {
 				t.Errorf("%d functions ran, want 2", n)
 			}
 			if !tc.reused {
-				settle(t, before) // for the next case's count
+				settle(t, p)
 			}
 		})
 	}

@@ -58,6 +58,7 @@ func (q *queues) claim(session string) bool {
 		return false
 	}
 	q.active[session] = []TurnRef{}
+	q.depth.Add(1) // the claimer's turn runs
 	return true
 }
 
@@ -65,6 +66,7 @@ func (q *queues) claim(session string) bool {
 func (q *queues) release(session string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.depth.Add(-1)
 	if len(q.active[session]) == 0 || q.idle == nil && q.draining {
 		q.depth.Add(-int64(len(q.active[session])))
 		delete(q.active, session)

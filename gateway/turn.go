@@ -95,7 +95,7 @@ func (g *Gateway) runTurn(ref TurnRef) {
 	case data.Delegation != nil:
 		c = g.delegatedTurn(ctx, log, roster, bot, data)
 	default:
-		c = g.ordinaryTurn(ctx, log, roster, bot, data)
+		c, _ = g.ordinaryTurn(ctx, log, roster, bot, data) // stored: always made
 	}
 	if ctx.Err() != nil {
 		return // shutting down: the turn stays pending and runs next start
@@ -104,13 +104,21 @@ func (g *Gateway) runTurn(ref TurnRef) {
 }
 
 // ordinaryTurn answers a person's message: a hand-off when it holds one of
-// the bot's triggers, else the brain's reply.
-func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, bot *Bot, data TurnData) Completion {
-	c := Completion{Turn: data.Ref, Session: data.Ref.SessionID}
+// the bot's triggers, else the brain's reply. On the instant path (the
+// message not yet stored: data.Message.ID is 0) a reply that hands work
+// on is not made: ok is false, and the message takes the stored path, so
+// the hand-off's admission (which counts against the policy's limits)
+// happens only for a message that is stored.
+func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, bot *Bot, data TurnData) (c Completion, ok bool) {
+	c = Completion{Turn: data.Ref, Session: data.Ref.SessionID}
+	instant := data.Message.ID == 0
 	// Until the reply is routed (after the brain, where the person is
 	// then), the chat of the message is where the bot works.
 	to := ChatRef{Platform: data.Message.Platform, ChatID: data.Message.ChatID, Type: data.Message.ChatType}
 	if data.Message.From.Kind == "human" {
+		if instant && mayHandOff(roster, bot, data.Text, nil) {
+			return c, false
+		}
 		if text, ds, ok := g.handOffs(ctx, roster, bot, data, data.Text, nil, nil, to, false); ok {
 			// The acknowledgement carries the first hand-off's status.
 			id := ""
@@ -122,7 +130,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 			}
 			c.Posts = append(c.Posts, g.post(bot, data, to, text, id))
 			c.Delegations = ds
-			return c
+			return c, true
 		}
 	}
 
@@ -130,12 +138,12 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 	reply, err := g.think(ctx, bot, data, bot.Timeout)
 	stop()
 	if ctx.Err() != nil {
-		return c
+		return c, true
 	}
 	// The person may have moved to another chat while the bot thought.
 	// (Not on the instant path: its message, not yet stored, is the
 	// person's latest.)
-	if data.Message.ID != 0 {
+	if !instant {
 		if now, err := g.route(ctx, data); err == nil {
 			to = now
 		} else {
@@ -146,6 +154,9 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 	if err != nil {
 		log.Warn("brain failed", "bot", bot.ID, "kind", bot.BrainKind, "err", err)
 		text, reply = apology(bot), brains.Reply{}
+	}
+	if instant && mayHandOff(roster, bot, text, reply.Handoffs) {
+		return c, false
 	}
 	c.ResumeID = reply.ResumeID
 	c.Artifacts = artifactRecords(reply.Artifacts, bot.ID)
@@ -160,7 +171,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 			c.Posts = append(c.Posts, g.post(bot, data, to, note, ""))
 		}
 	}
-	return c
+	return c, true
 }
 
 // post is a message from bot in chat to, in the turn's session.

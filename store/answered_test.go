@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -35,7 +36,7 @@ func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
 	s := open(t, path)
 	key := inbound("", "").Turns[0].Session
 
-	if _, ok := s.PeekSession(key, 20); ok {
+	if _, _, ok := s.PeekSession(key, 20); ok {
 		t.Fatal("PeekSession found a session that does not exist")
 	}
 	// The stored path first: the session is created, and loading its
@@ -53,9 +54,9 @@ func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	data, ok := s.PeekSession(key, 20)
-	if !ok || data.Ref.SessionID != first.Turns[0].SessionID || data.Session.Key != key {
-		t.Fatalf("PeekSession = %+v, %v", data, ok)
+	data, latest, ok := s.PeekSession(key, 20)
+	if !ok || data.Ref.SessionID != first.Turns[0].SessionID || data.Session.Key != key || latest != data.History[1].ID {
+		t.Fatalf("PeekSession = %+v, %d, %v", data, latest, ok)
 	}
 	if got := texts(data.History); !slices.Equal(got, []string{"hello", "hi Ann"}) {
 		t.Fatalf("peeked history = %q", got)
@@ -66,7 +67,7 @@ func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
 	in.OnStored = func(r gateway.InboundResult) { calls = append(calls, "inbound") }
 	c = answer(data.Ref.SessionID, "fine")
 	c.OnStored = func(d gateway.Completed) { calls = append(calls, "completion") }
-	res, done, err := s.AppendAnswered(ctx, in, c)
+	res, done, err := s.AppendAnswered(ctx, in, c, latest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,16 +84,17 @@ func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
 	if out, err := s.PendingOutbox(ctx); err != nil || len(out) != 2 || out[1].Text != "fine" || out[1].MessageID <= res.Message.ID {
 		t.Errorf("pending outbox = %+v, %v", out, err)
 	}
-	if data, _ := s.PeekSession(key, 20); !slices.Equal(texts(data.History), []string{"hello", "hi Ann", "how are you", "fine"}) {
+	if data, _, _ := s.PeekSession(key, 20); !slices.Equal(texts(data.History), []string{"hello", "hi Ann", "how are you", "fine"}) {
 		t.Errorf("window after the exchange = %q", texts(data.History))
 	}
-	if data, _ := s.PeekSession(key, 3); !slices.Equal(texts(data.History), []string{"hi Ann", "how are you", "fine"}) {
+	if data, _, _ := s.PeekSession(key, 3); !slices.Equal(texts(data.History), []string{"hi Ann", "how are you", "fine"}) {
 		t.Errorf("last 3 = %q", texts(data.History))
 	}
 
 	// A duplicate stores nothing of its answer.
 	calls = nil
-	again, done, err := s.AppendAnswered(ctx, in, answer(data.Ref.SessionID, "fine again"))
+	_, latest, _ = s.PeekSession(key, 20)
+	again, done, err := s.AppendAnswered(ctx, in, answer(data.Ref.SessionID, "fine again"), latest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,49 @@ func TestAppendAnsweredTakesOneTurn(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "sb.db"))
 	in := inbound("1", "hi")
 	in.Turns = append(in.Turns, in.Turns[0])
-	if _, _, err := s.AppendAnswered(context.Background(), in, gateway.Completion{}); err == nil {
+	if _, _, err := s.AppendAnswered(context.Background(), in, gateway.Completion{}, 0); err == nil {
 		t.Fatal("AppendAnswered stored a message with two turns")
+	}
+}
+
+// A message that joins the session after the answer was made makes the
+// answer stale: nothing of it is stored.
+func TestAppendAnsweredRefusesAStaleAnswer(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "sb.db"))
+	key := inbound("", "").Turns[0].Session
+	first, err := s.AppendInbound(ctx, inbound("1", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadTurn(ctx, first.Turns[0].ID, 20); err != nil {
+		t.Fatal(err)
+	}
+	sid := first.Turns[0].SessionID
+	_, latest, ok := s.PeekSession(key, 20)
+	if !ok {
+		t.Fatal("session not cached")
+	}
+	// The first turn's reply joins the session after the look.
+	c := answer(sid, "hi Ann")
+	c.Turn = first.Turns[0]
+	if _, err := s.CompleteTurn(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.AppendAnswered(ctx, inbound("2", "how are you"), answer(sid, "fine"), latest)
+	if !errors.Is(err, gateway.ErrStale) {
+		t.Fatalf("AppendAnswered on a stale look: %v, want ErrStale", err)
+	}
+	msgs, err := s.SessionMessages(ctx, sid, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(msgs); !slices.Equal(got, []string{"hello", "hi Ann"}) {
+		t.Errorf("stored = %q, want nothing of the stale answer", got)
+	}
+	// A fresh look answers.
+	_, latest, _ = s.PeekSession(key, 20)
+	if _, _, err := s.AppendAnswered(ctx, inbound("2", "how are you"), answer(sid, "fine"), latest); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -216,19 +216,37 @@ func (r *recent) install(w *window) {
 // session's row and its last limit messages, oldest first, if the session
 // has a window that holds them. The history shares the window's array as
 // turn's does.
-func (r *recent) peek(key gateway.SessionKey, limit int) (gateway.Session, []gateway.Message, bool) {
+func (r *recent) peek(key gateway.SessionKey, limit int) (sess gateway.Session, hist []gateway.Message, latest int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.keys[key]
 	if !ok || (len(w.msgs) < limit && !w.complete) {
-		return gateway.Session{}, nil, false
+		return gateway.Session{}, nil, 0, false
 	}
 	r.use(w)
-	var hist []gateway.Message
-	if n := len(w.msgs); limit > 0 && n > 0 {
+	n := len(w.msgs)
+	if limit > 0 && n > 0 {
 		hist = w.msgs[max(0, n-limit):n:n]
 	}
-	return w.session, hist, true
+	if n > 0 {
+		latest = w.msgs[n-1].ID
+	}
+	return w.session, hist, latest, true
+}
+
+// latest is the ID of the newest message of a session's window (0: none),
+// if the session has a window.
+func (r *recent) latest(session string) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.sessions[session]
+	if !ok {
+		return 0, false
+	}
+	if n := len(w.msgs); n > 0 {
+		return w.msgs[n-1].ID, true
+	}
+	return 0, true
 }
 
 // lastPrivate is the private chat where a person last wrote in a session,

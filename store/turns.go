@@ -59,13 +59,13 @@ func (s *SQLite) LoadTurn(ctx context.Context, turnID int64, historyLimit int) (
 }
 
 // PeekSession implements gateway.Store from the recent cache alone.
-func (s *SQLite) PeekSession(key gateway.SessionKey, historyLimit int) (gateway.TurnData, bool) {
+func (s *SQLite) PeekSession(key gateway.SessionKey, historyLimit int) (gateway.TurnData, int64, bool) {
 	s.recent.want(historyLimit)
-	sess, hist, ok := s.recent.peek(key, historyLimit)
+	sess, hist, latest, ok := s.recent.peek(key, historyLimit)
 	if !ok {
-		return gateway.TurnData{}, false
+		return gateway.TurnData{}, 0, false
 	}
-	return gateway.TurnData{Ref: gateway.TurnRef{SessionID: sess.ID}, Session: sess, History: hist}, true
+	return gateway.TurnData{Ref: gateway.TurnRef{SessionID: sess.ID}, Session: sess, History: hist}, latest, true
 }
 
 // loadTurn is LoadTurn from SQLite.
@@ -167,7 +167,7 @@ func (s *SQLite) CompleteTurn(ctx context.Context, c gateway.Completion) (gatewa
 
 // AppendAnswered implements gateway.Store: appendInbound and completeTurn
 // in one transaction, the turn stored done.
-func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gateway.Completion) (gateway.InboundResult, gateway.Completed, error) {
+func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gateway.Completion, latest int64) (gateway.InboundResult, gateway.Completed, error) {
 	if len(in.Turns) != 1 {
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %d turns, want 1", len(in.Turns))
 	}
@@ -177,6 +177,16 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 	)
 	err := s.txIntake(ctx, func(tx *txn) error {
 		res, out = gateway.InboundResult{}, gateway.Completed{}
+		// The session's newest message: committed ones are in its window
+		// (their callbacks ran before this batch), and the ones written
+		// earlier in this batch wait in the link log.
+		newest, cached := s.recent.latest(c.Session)
+		if ids := s.links.links[c.Session]; len(ids) > 0 {
+			newest = max(newest, ids[len(ids)-1])
+		}
+		if !cached || newest != latest {
+			return gateway.ErrStale
+		}
 		now := micros(timeNow())
 		if err := s.appendInbound(ctx, tx, in, &res, now); err != nil || res.Duplicate {
 			return err
@@ -187,6 +197,9 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 	})
 	if err != nil {
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %w", err)
+	}
+	if res.Duplicate {
+		return res, gateway.Completed{}, nil
 	}
 	return res, out, nil
 }
