@@ -44,7 +44,8 @@ type Store interface {
 	// turn together with that turn's outcome, computed on the session as
 	// it was when its newest message was latest: AppendInbound and
 	// CompleteTurn in one transaction, the turn stored done (never
-	// pending). The store sets c.Turn and c.Session. When the session has
+	// pending). c.Session names the session (PeekSession's
+	// Ref.SessionID); the store sets c.Turn. When the session has
 	// gained a message since latest, nothing is stored and the error is
 	// ErrStale. A duplicate message stores nothing of c, and the result
 	// says Duplicate. Inbound.OnStored is called before

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -292,6 +293,7 @@ type recentSim struct {
 	touched  map[string]bool // sessions written since the last check
 	paths    map[loadPath]int
 	stats    map[string]int
+	keys     map[gateway.SessionKey]string // the session of each key seen
 }
 
 // newRecentSim starts a simulation on a new store, with a fake clock and
@@ -302,7 +304,7 @@ func newRecentSim(t *testing.T, a, b uint64) *recentSim {
 	return &recentSim{
 		t: t, ctx: context.Background(), path: path, s: openRecentStore(t, path),
 		rng: rand.New(rand.NewPCG(a, b)), clock: useRecentClock(t), known: map[string]bool{}, touched: map[string]bool{},
-		paths: map[loadPath]int{}, stats: map[string]int{},
+		paths: map[loadPath]int{}, stats: map[string]int{}, keys: map[gateway.SessionKey]string{},
 	}
 }
 
@@ -418,6 +420,7 @@ func (m *recentSim) appendInbound(in gateway.Inbound) gateway.InboundResult {
 			m.t.Fatalf("turn %d of %s waits for %d; want %d", i, in.Event.MessageID, tr.After, res.Turns[i-1].ID)
 		}
 		m.addSession(tr.SessionID)
+		m.learnKey(in.Turns[i].Session, tr.SessionID)
 	}
 	m.pending = append(m.pending, res.Turns...)
 	m.sent = append(m.sent, sentInbound{in, res.Message.ID, res.Turns})
@@ -432,7 +435,12 @@ func (m *recentSim) redeliver() {
 	if len(m.sent) == 0 {
 		return
 	}
-	first := m.sent[m.rng.IntN(len(m.sent))]
+	m.redeliverOf(m.sent[m.rng.IntN(len(m.sent))])
+}
+
+// redeliverOf stores first's message again (AppendInbound).
+func (m *recentSim) redeliverOf(first sentInbound) {
+	m.t.Helper()
 	res, err := m.s.AppendInbound(m.ctx, first.in)
 	if err != nil {
 		m.t.Fatal(err)
@@ -444,6 +452,393 @@ func (m *recentSim) redeliver() {
 		m.touched[tr.SessionID] = true // must be left as it was
 	}
 	m.stats["duplicate"]++
+}
+
+// idle drops the least recently used windows, as the sweep of idle
+// windows does once they are recentIdle old: those used no later than a
+// random one of them.
+func (m *recentSim) idle() {
+	r := &m.s.recent
+	r.mu.Lock()
+	var used []time.Time
+	for e := r.lru.Front(); e != nil; e = e.Next() {
+		used = append(used, e.Value.(*window).used)
+	}
+	r.mu.Unlock()
+	if len(used) == 0 {
+		return
+	}
+	r.sweep(used[m.rng.IntN(len(used))].Add(recentIdle))
+	m.stats["idle sweep"]++
+}
+
+// learnKey notes that key names session sid: a key names one session for
+// good.
+func (m *recentSim) learnKey(key gateway.SessionKey, sid string) {
+	m.t.Helper()
+	if old, ok := m.keys[key]; ok && old != sid {
+		m.t.Fatalf("key %+v names session %s; it named %s", key, sid, old)
+	}
+	m.keys[key] = sid
+}
+
+// simKeys are all the session keys the simulation's messages can name:
+// every user's session with every bot, and matty's room sessions.
+func simKeys() []gateway.SessionKey {
+	var keys []gateway.SessionKey
+	for _, u := range simUsers {
+		for _, b := range simBots {
+			keys = append(keys, gateway.SessionKey{Bot: b, Scope: gateway.ScopeUser, ScopeID: "user-" + u})
+		}
+	}
+	for room := range 2 {
+		keys = append(keys, gateway.SessionKey{Bot: "matty", Scope: gateway.ScopeGroup, ScopeID: fmt.Sprintf("web:room-%d", room)})
+	}
+	return keys
+}
+
+// sessionTail is the last limit of sessionRows.
+func sessionTail(t *testing.T, s *SQLite, session string, limit int) []gateway.Message {
+	t.Helper()
+	if limit <= 0 {
+		return nil
+	}
+	rows, err := s.query(context.Background(), `SELECT `+historyColumns+`
+		FROM messages m WHERE `+inSession+` ORDER BY m.id DESC LIMIT ?2`, session, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []gateway.Message
+	for rows.Next() {
+		m, err := scanHistory(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// peekDiff explains how what PeekSession(key, limit) returned (d and
+// latest) differs from SQLite ("" when it does not): the session of key
+// (sid) as its row, its last limit messages, as a window holds them, and
+// the ID of its newest message.
+func peekDiff(t *testing.T, s *SQLite, key gateway.SessionKey, sid string, limit int, d gateway.TurnData, latest int64) string {
+	t.Helper()
+	row, err := s.GetSession(context.Background(), sid)
+	if err != nil {
+		t.Fatalf("session %s of %+v: %v", sid, key, err)
+	}
+	tail := sessionTail(t, s, sid, max(limit, 1))
+	want := gateway.TurnData{Ref: gateway.TurnRef{SessionID: sid}, Session: row, History: tail[max(0, len(tail)-limit):]}
+	if len(want.History) == 0 {
+		want.History = d.History // nil or empty: either says none
+	}
+	if row.Key != key {
+		return fmt.Sprintf("\n  session %s has key %+v, not %+v", sid, row.Key, key)
+	}
+	diff := turnDiff(d, want)
+	if n := len(tail); (n == 0 && latest != 0) || (n > 0 && latest != tail[n-1].ID) {
+		diff += fmt.Sprintf("\n  latest %d; the session's newest message is %v", latest, historyIDs(tail[max(0, n-1):]))
+	}
+	if cap(d.History) != len(d.History) {
+		// A caller appending to the history would write into the window.
+		diff += fmt.Sprintf("\n  History has %d messages and capacity %d", len(d.History), cap(d.History))
+	}
+	return diff
+}
+
+// checkPeeks calls PeekSession for every key the simulation can name,
+// each with a random history limit the windows are sized for, and
+// compares it with the cache and SQLite: a key whose session has no
+// window (or no session) is a miss, a window that holds limit messages
+// (or all of the session's) is a hit, and a hit gives the session's row
+// and its last limit messages — as SQLite has them for the sessions in
+// only (all when nil), as the window holds them for the others (which
+// checkWindows compares with SQLite when they are written). It also
+// checks that the cache finds every window, and only those, by key.
+func (m *recentSim) checkPeeks(only map[string]bool) {
+	m.t.Helper()
+	r := &m.s.recent
+	r.mu.Lock()
+	for key, w := range r.keys {
+		if w.session.Key != key || r.sessions[w.id] != w {
+			r.mu.Unlock()
+			m.t.Fatalf("key %+v finds window %s (of key %+v), not the session's window", key, w.id, w.session.Key)
+		}
+	}
+	if len(r.keys) != len(r.sessions) {
+		n, k := len(r.sessions), len(r.keys)
+		r.mu.Unlock()
+		m.t.Fatalf("%d windows, %d of them found by key", n, k)
+	}
+	r.mu.Unlock()
+	windows, size := snapshotWindows(m.s)
+	// Limits the windows are sized for already: a larger one would grow
+	// them (PeekSession asks for it, as LoadTurn does), and the checks
+	// would change what they check. (The instant path's own peeks do grow
+	// them.)
+	var limits []int
+	for _, l := range simLimits {
+		if l == 0 || l+windowSlack <= size {
+			limits = append(limits, l)
+		}
+	}
+	for _, key := range simKeys() {
+		limit := limits[m.rng.IntN(len(limits))]
+		sid := m.keys[key]
+		w, cached := windows[sid]
+		d, latest, ok := m.s.PeekSession(key, limit)
+		switch {
+		case sid == "" || !cached:
+			if ok {
+				m.t.Fatalf("PeekSession(%+v, %d) = %+v, true; the session (%q) has no window", key, limit, d, sid)
+			}
+			m.stats["peek: no window"]++
+			continue
+		case len(w.msgs) < limit && !w.complete:
+			if ok {
+				m.t.Fatalf("PeekSession(%+v, %d) = %+v, true; the window holds %d of more messages", key, limit, d, len(w.msgs))
+			}
+			m.stats["peek: window short"]++
+			continue
+		case !ok:
+			m.t.Fatalf("PeekSession(%+v, %d) missed; the window holds %d messages (complete %v)", key, limit, len(w.msgs), w.complete)
+		}
+		if only != nil && !only[sid] {
+			// An untouched session: what its window holds.
+			want := gateway.TurnData{Ref: gateway.TurnRef{SessionID: sid}, Session: w.session, History: w.msgs[max(0, len(w.msgs)-limit):]}
+			if limit == 0 || len(w.msgs) == 0 {
+				want.History = d.History
+			}
+			var newest int64
+			if n := len(w.msgs); n > 0 {
+				newest = w.msgs[n-1].ID
+			}
+			if diff := turnDiff(d, want); diff != "" || cap(d.History) != len(d.History) || latest != newest {
+				m.t.Fatalf("PeekSession(%+v, %d) differs from the window (capacity %d, latest %d, newest %d):%s", key, limit, cap(d.History), latest, newest, diff)
+			}
+			m.stats["peek: hit"]++
+			continue
+		}
+		if diff := peekDiff(m.t, m.s, key, sid, limit, d, latest); diff != "" {
+			m.t.Fatalf("PeekSession(%+v, %d) differs from SQL:%s", key, limit, diff)
+		}
+		m.stats["peek: hit"]++
+		m.stats["peek: hit checked with SQL"]++
+	}
+}
+
+// sqlCounts counts the rows a completion writes: messages, outbox
+// entries, turns and artifacts.
+func (m *recentSim) sqlCounts() [4]int {
+	m.t.Helper()
+	var n [4]int
+	if err := m.s.queryRow(m.ctx, `SELECT (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM outbox),
+		(SELECT COUNT(*) FROM turns), (SELECT COUNT(*) FROM artifacts)`).Scan(&n[0], &n[1], &n[2], &n[3]); err != nil {
+		m.t.Fatal(err)
+	}
+	return n
+}
+
+// instant is a person's private message to a random bot, as the
+// gateway's instant path takes it (see answerInstant), with a random
+// history limit. One time in ten it is a private message stored before
+// (one that started one turn): a redelivery. When the path is not taken
+// (the peek missed, the answer was stale), the message takes the stored
+// path (AppendInbound), as in the gateway.
+func (m *recentSim) instant() {
+	m.t.Helper()
+	var in gateway.Inbound
+	var first *sentInbound
+	if m.rng.IntN(10) == 0 {
+		var once []sentInbound
+		for _, si := range m.sent {
+			if len(si.in.Turns) == 1 && si.in.Event.ChatType == gateway.ChatPrivate {
+				once = append(once, si)
+			}
+		}
+		if len(once) == 0 {
+			return
+		}
+		first = &once[m.rng.IntN(len(once))]
+		in = first.in
+	} else {
+		in = m.privateInbound(m.user(), simBots[m.rng.IntN(len(simBots))])
+	}
+	limit := simLimits[m.rng.IntN(len(simLimits))]
+	meanwhile := ""
+	switch m.rng.IntN(16) {
+	case 0:
+		meanwhile = simMessage
+	case 1:
+		meanwhile = simDrop
+	}
+	if m.answerInstant(in, first, limit, meanwhile) {
+		return
+	}
+	m.stats["instant: not taken"]++
+	if first == nil {
+		m.appendInbound(in)
+	} else {
+		m.redeliverOf(*first)
+	}
+}
+
+// What happens between an instant path's peek and its AppendAnswered
+// (see answerInstant).
+const (
+	simMessage = "another message of the person's, on the stored path"
+	simDrop    = "the window dropped as idle"
+)
+
+// answerInstant does what the gateway's instant path does with in, a
+// message that starts one turn: if PeekSession finds the session's
+// window (taken), the turn is answered from what it returned, and the
+// message, its turn (done) and the reply (sometimes with a resume ID or
+// a note) are stored in one AppendAnswered. When first is set, in is its
+// message again: nothing of the answer may be stored. With meanwhile set
+// (simMessage, simDrop), the session gains a message between the peek
+// and AppendAnswered, or its window is dropped as idle: the answer is
+// stale, nothing is stored, and the message is not taken. The peek, the
+// results, the callbacks and the rows written are checked.
+func (m *recentSim) answerInstant(in gateway.Inbound, first *sentInbound, limit int, meanwhile string) (taken bool) {
+	m.t.Helper()
+	key := in.Turns[0].Session
+	data, latest, ok := m.s.PeekSession(key, limit)
+	if !ok {
+		return false
+	}
+	sid := m.keys[key]
+	if sid == "" {
+		m.t.Fatalf("PeekSession(%+v, %d) = %+v, true; the key has no session", key, limit, data)
+	}
+	if diff := peekDiff(m.t, m.s, key, sid, limit, data, latest); diff != "" {
+		m.t.Fatalf("PeekSession(%+v, %d) for an instant answer differs from SQL:%s", key, limit, diff)
+	}
+	peeked := slices.Clone(data.History)
+	// A brain may append to the history it is given: that must not reach
+	// the window (checkWindows would see it).
+	_ = append(data.History, gateway.Message{ID: -1, Text: "appended by the brain"})
+
+	bot := data.Session.Key.Bot
+	ev := in.Event
+	reply := fmt.Sprintf("%s answers %s at once", bot, ev.MessageID)
+	c := gateway.Completion{Turn: data.Ref, Session: data.Ref.SessionID, Posts: []gateway.Post{{Session: data.Ref.SessionID, Message: gateway.Message{
+		Platform: ev.Platform, ChatID: ev.ChatID, ChatType: ev.ChatType, Kind: gateway.KindChat,
+		From: gateway.Party{Kind: "bot", ID: bot, Name: strings.ToUpper(bot)}, UserID: in.UserID, Bot: bot,
+		Text: reply, ReplyTo: ev.MessageID, Time: m.eventTime(),
+	}}}}
+	if m.rng.IntN(4) == 0 {
+		c.ResumeID = fmt.Sprintf("resume-instant-%s", ev.MessageID)
+	}
+	if m.rng.IntN(6) == 0 {
+		c.Notes = append(c.Notes, gateway.Note{Session: data.Ref.SessionID, Message: gateway.Message{
+			Kind: gateway.KindSystem, From: gateway.Party{Kind: "system", ID: bot, Name: "instant"}, UserID: in.UserID, Bot: bot,
+			Text: fmt.Sprintf("note on %s", ev.MessageID), Time: m.eventTime(),
+		}})
+	}
+	var calls []string
+	var stored gateway.InboundResult
+	var completed gateway.Completed
+	in.OnStored = func(r gateway.InboundResult) { calls, stored = append(calls, "inbound"), r }
+	c.OnStored = func(d gateway.Completed) { calls, completed = append(calls, "completion"), d }
+	m.touched[sid] = true
+	stale := meanwhile
+	switch meanwhile {
+	case simMessage:
+		m.appendInbound(m.privateInbound(strings.TrimPrefix(key.ScopeID, "user-"), key.Bot))
+	case simDrop:
+		r := &m.s.recent
+		r.mu.Lock()
+		if w, ok := r.sessions[sid]; ok {
+			r.lru.Remove(w.elem)
+			r.drop(w)
+		}
+		r.mu.Unlock()
+	}
+	before := m.sqlCounts()
+	row, err := m.s.GetSession(m.ctx, sid)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	// nothing checks that AppendAnswered stored nothing.
+	nothing := func(what string) {
+		m.t.Helper()
+		if after := m.sqlCounts(); after != before {
+			m.t.Fatalf("%s wrote rows: messages, outbox, turns, artifacts %v, then %v", what, before, after)
+		}
+		if now, err := m.s.GetSession(m.ctx, sid); err != nil || now != row {
+			m.t.Fatalf("%s changed its session: %+v, then %+v (%v)", what, row, now, err)
+		}
+	}
+	res, out, err := m.s.AppendAnswered(m.ctx, in, c, latest)
+	if !reflect.DeepEqual(data.History, peeked) {
+		m.t.Fatalf("the history PeekSession returned changed under the caller: %v, now %v", historyIDs(peeked), historyIDs(data.History))
+	}
+	if stale != "" {
+		if !errors.Is(err, gateway.ErrStale) || len(calls) != 0 {
+			m.t.Fatalf("append answered %s after %s = %+v, %+v, %v (callbacks %q); want %v", ev.MessageID, stale, res, out, err, calls, gateway.ErrStale)
+		}
+		nothing(fmt.Sprintf("a stale answer (%s) to %s", stale, ev.MessageID))
+		m.stats["instant: stale"]++
+		return false
+	}
+	if err != nil {
+		m.t.Fatalf("append answered %s: %v", ev.MessageID, err)
+	}
+	if first != nil {
+		// A redelivery: the first copy, and nothing of the answer.
+		if !res.Duplicate || res.Message.ID != first.id || len(res.Turns) != 0 || len(out.Outbox) != 0 || len(out.Turns) != 0 {
+			m.t.Fatalf("instant redelivery of %s = %+v, %+v; want a duplicate of message %d and nothing stored", ev.MessageID, res, out, first.id)
+		}
+		if !slices.Equal(calls, []string{"inbound"}) || !stored.Duplicate || stored.Message.ID != first.id {
+			m.t.Fatalf("instant redelivery of %s: callbacks %q, inbound result %+v", ev.MessageID, calls, stored)
+		}
+		nothing(fmt.Sprintf("the instant redelivery of %s", ev.MessageID))
+		for _, tr := range first.turns {
+			m.touched[tr.SessionID] = true
+		}
+		m.stats["instant: duplicate"]++
+		return true
+	}
+	if res.Duplicate || res.Message.ID == 0 || len(res.Turns) != 1 || res.Turns[0].SessionID != sid || res.Turns[0].ID == 0 {
+		m.t.Fatalf("append answered %s = %+v; want a new message with one turn in session %s", ev.MessageID, res, sid)
+	}
+	if len(out.Outbox) != 1 || out.Outbox[0].MessageID <= res.Message.ID || out.Outbox[0].Text != reply || len(out.Turns) != 0 {
+		m.t.Fatalf("append answered %s (message %d) = %+v; want the reply queued after it", ev.MessageID, res.Message.ID, out)
+	}
+	if !slices.Equal(calls, []string{"inbound", "completion"}) || !reflect.DeepEqual(stored, res) || !reflect.DeepEqual(completed, out) {
+		m.t.Fatalf("append answered %s: callbacks %q with %+v, %+v; returned %+v, %+v", ev.MessageID, calls, stored, completed, res, out)
+	}
+	// The answer was made on the session as it is: the message follows
+	// the newest one peeked.
+	tail := sessionTail(m.t, m.s, sid, len(c.Notes)+4)
+	for i, msg := range tail {
+		if msg.ID == res.Message.ID && (i == 0 && latest != 0 || i > 0 && tail[i-1].ID != latest) {
+			m.t.Fatalf("message %d of %s follows %v; the answer was made after %d", res.Message.ID, ev.MessageID, historyIDs(tail[:i]), latest)
+		}
+	}
+	// The turn was stored done, at the store's clock, and never pending
+	// (checkTurns: it is not cached as pending).
+	var status string
+	var doneAt int64
+	if err := m.s.queryRow(m.ctx, `SELECT status, done_at FROM turns WHERE id = ?`, res.Turns[0].ID).Scan(&status, &doneAt); err != nil {
+		m.t.Fatal(err)
+	}
+	if status != "done" || doneAt != micros(m.clock.now()) {
+		m.t.Fatalf("instant turn %d: status %q, done at %d; want done at %d", res.Turns[0].ID, status, doneAt, micros(m.clock.now()))
+	}
+	m.addSession(sid)
+	in.OnStored = nil
+	m.sent = append(m.sent, sentInbound{in, res.Message.ID, res.Turns})
+	m.stats["instant: answered"]++
+	return true
 }
 
 // answer loads a pending turn with a random history limit (cache and SQL
@@ -560,13 +955,16 @@ var recentSeeds = flag.Int("recent.seeds", 1, "number of random seeds for TestRe
 
 // TestRecentMatchesSQL drives a store with ~300 random steps over 5 users
 // and 2 bots — private messages (web, some Telegram), group messages in
-// two web rooms for one or both bots, redeliveries, and turns loaded with
-// a random history limit and completed with 0–2 replies, resume IDs and
-// notes — and after each step checks the cache against SQL: the loaded
-// turn (LoadTurn vs loadTurn), LastPrivateChat of every session, and the
-// windows of the sessions written (all windows every 20 steps). Halfway
-// the store is reopened on its file, so old turns take the SQL path and
-// windows are loaded again lazily.
+// two web rooms for one or both bots, redeliveries, turns loaded with a
+// random history limit and completed with 0–2 replies, resume IDs and
+// notes, private messages answered on the instant path (PeekSession, then
+// AppendAnswered; some of them redeliveries, some made stale by a message
+// or an idle sweep in between), and idle sweeps of windows — and after
+// each step checks the cache against SQL: the loaded turn (LoadTurn vs
+// loadTurn), LastPrivateChat of every session, the windows of the
+// sessions written (all windows every 20 steps), and PeekSession of every
+// session key. Halfway the store is reopened on its file, so old turns
+// take the SQL path and windows are loaded again lazily.
 func TestRecentMatchesSQL(t *testing.T) {
 	for seed := range uint64(*recentSeeds) {
 		seed++
@@ -584,12 +982,16 @@ func TestRecentMatchesSQL(t *testing.T) {
 					m.reopen()
 				}
 				switch r := m.rng.IntN(100); {
-				case r < 33:
+				case r < 25:
 					m.appendInbound(m.privateInbound(m.user(), simBots[m.rng.IntN(len(simBots))]))
-				case r < 43:
+				case r < 35:
 					m.appendInbound(m.groupInbound(m.user()))
-				case r < 46:
+				case r < 38:
 					m.redeliver()
+				case r < 53:
+					m.instant()
+				case r < 55:
+					m.idle()
 				default:
 					m.answer()
 				}
@@ -604,6 +1006,7 @@ func TestRecentMatchesSQL(t *testing.T) {
 					m.touched = nil
 				}
 				trimmed += checkWindows(t, m.s, m.touched)
+				m.checkPeeks(m.touched)
 				m.touched = map[string]bool{}
 				m.checkTurns()
 			}
@@ -612,6 +1015,7 @@ func TestRecentMatchesSQL(t *testing.T) {
 				m.answer()
 				checkLastPrivate(t, m.s, m.sessions)
 				checkWindows(t, m.s, nil)
+				m.checkPeeks(nil)
 			}
 			t.Logf("paths %v, stats %v, sessions %d, private chats from cache %d, trimmed windows seen %d",
 				m.paths, m.stats, len(m.sessions), cachedPrivate, trimmed)
@@ -623,6 +1027,14 @@ func TestRecentMatchesSQL(t *testing.T) {
 			}
 			if cachedPrivate == 0 || trimmed == 0 {
 				t.Errorf("private chats from cache %d, trimmed windows %d: want both > 0", cachedPrivate, trimmed)
+			}
+			// (Redeliveries and stale answers on the instant path, and
+			// windows too short for a peek, are rarer: not every seed
+			// has them, TestRecentPeekSession does.)
+			for _, k := range []string{"instant: answered", "instant: not taken", "peek: hit", "peek: no window"} {
+				if m.stats[k] == 0 {
+					t.Errorf("no %q: want some", k)
+				}
 			}
 		})
 	}
@@ -791,6 +1203,242 @@ func TestRecentAfterReopen(t *testing.T) {
 		t.Fatalf("%d sessions answered from the cache; want 1", n)
 	}
 	checkWindows(t, s, nil)
+}
+
+// TestRecentPeekSession walks one session through the cases of
+// PeekSession: no session, no window, a window that holds the history
+// asked for (or all of the session), one that holds less after a larger
+// history was asked for, a reload, a reopen, an idle sweep, and instant
+// exchanges (AppendAnswered): one of them a redelivery, two of them
+// stale. Every hit is compared with SQL.
+func TestRecentPeekSession(t *testing.T) {
+	m := newRecentSim(t, 13, 13)
+	clock := m.clock
+	key := gateway.SessionKey{Bot: "matty", Scope: gateway.ScopeUser, ScopeID: "user-u0"}
+	peek := func(limit int, want bool, n int) {
+		t.Helper()
+		d, latest, ok := m.s.PeekSession(key, limit)
+		if ok != want {
+			t.Fatalf("PeekSession(limit %d) = %+v, %d, %v; want ok %v", limit, d, latest, ok, want)
+		}
+		if !ok {
+			return
+		}
+		if diff := peekDiff(t, m.s, key, m.keys[key], limit, d, latest); diff != "" {
+			t.Fatalf("PeekSession(limit %d) differs from SQL:%s", limit, diff)
+		}
+		if len(d.History) != n {
+			t.Fatalf("PeekSession(limit %d) gave %d messages; want %d", limit, len(d.History), n)
+		}
+	}
+	send := func() gateway.InboundResult {
+		t.Helper()
+		clock.advance(300 * time.Millisecond)
+		return m.appendInbound(m.privateInbound("u0", "matty"))
+	}
+	peek(0, false, 0) // no session
+
+	first := send()
+	peek(0, false, 0) // no window: it is loaded by the turn's LoadTurn
+	checkLoadTurn(t, m.s, first.Turns[0].ID, 0)
+	// The window holds the whole session: any limit. (Asking for 3 grows
+	// the windows to 3 + windowSlack messages.)
+	peek(0, true, 0)
+	peek(3, true, 1)
+	// 11 more: the window keeps the last 11.
+	for range 11 {
+		send()
+	}
+	if w, _ := snapshotWindows(m.s); len(w[m.keys[key]].msgs) != 3+windowSlack || w[m.keys[key]].complete {
+		t.Fatalf("window holds %d messages (complete %v); want %d, trimmed", len(w[m.keys[key]].msgs), w[m.keys[key]].complete, 3+windowSlack)
+	}
+	peek(3, true, 3)
+	peek(11, true, 11) // (the windows grow to 19: this one holds 11)
+	peek(12, false, 0)
+	peek(11, true, 11)
+	// A turn with a 12-message history reloads the window, which then
+	// holds the whole session.
+	checkLoadTurn(t, m.s, m.pending[len(m.pending)-1].ID, 12)
+	peek(12, true, 12)
+	peek(40, true, 12) // holds all of them
+	// The instant path: the exchange joins the window.
+	if !m.answerInstant(m.privateInbound("u0", "matty"), nil, 40, "") {
+		t.Fatal("the instant path missed a cached window")
+	}
+	peek(40, true, 14)
+	peek(2, true, 2)
+	// A redelivery of the exchange's message stores nothing more, on
+	// either path.
+	again := m.sent[len(m.sent)-1]
+	if !m.answerInstant(again.in, &again, 3, "") {
+		t.Fatal("the instant path missed a cached window")
+	}
+	m.redeliverOf(again)
+	peek(40, true, 14)
+	checkWindows(t, m.s, nil)
+	// Answers made on a session that has changed since are refused
+	// (ErrStale): a message came in on the stored path, the window was
+	// dropped.
+	if m.answerInstant(m.privateInbound("u0", "matty"), nil, 40, simMessage) {
+		t.Fatal("the instant path took a stale answer")
+	}
+	peek(40, true, 15)
+	if m.answerInstant(m.privateInbound("u0", "matty"), nil, 40, simDrop) {
+		t.Fatal("the instant path took an answer on a dropped window")
+	}
+	peek(40, false, 0)
+	checkLoadTurn(t, m.s, m.pending[len(m.pending)-1].ID, 40)
+	peek(40, true, 15)
+
+	// After a reopen the session is there, its window is not.
+	m.reopen()
+	peek(0, false, 0)
+	peek(3, false, 0)
+	if m.answerInstant(m.privateInbound("u0", "matty"), nil, 3, "") {
+		t.Fatal("the instant path took a session with no window")
+	}
+	// A new message's turn loads it again.
+	res := send()
+	checkLoadTurn(t, m.s, res.Turns[0].ID, 3)
+	peek(3, true, 3)
+	peek(11, true, 11) // the window holds 11: 3 + windowSlack
+	peek(20, false, 0)
+	if !m.answerInstant(m.privateInbound("u0", "matty"), nil, 3, "") {
+		t.Fatal("the instant path missed a cached window")
+	}
+	peek(3, true, 3)
+	checkWindows(t, m.s, nil)
+	m.checkPeeks(nil)
+	// Idle windows are dropped, and cannot be found by key either.
+	m.s.recent.sweep(time.Now().Add(recentIdle))
+	peek(0, false, 0)
+	m.checkPeeks(nil)
+}
+
+// TestAppendAnsweredInOneBatch queues instant answers together with other
+// writes to their session while the committer is busy, so they share a
+// batch (group commit): an answer made before a message that is stored
+// ahead of it in the batch is stale, though the message has not reached
+// the window yet. Whatever the order, an answer is stored only right
+// after the message it was made after, and of two answers made on the
+// same look, exactly one is stored. The cache is checked against SQL
+// after each round.
+func TestAppendAnsweredInOneBatch(t *testing.T) {
+	m := newRecentSim(t, 17, 17)
+	s, ctx := m.s, m.ctx
+	key := gateway.SessionKey{Bot: "finn", Scope: gateway.ScopeUser, ScopeID: "user-u1"}
+	res := m.appendInbound(m.privateInbound("u1", "finn"))
+	d, _ := checkLoadTurn(t, s, res.Turns[0].ID, 3)
+	m.completeWith(d, 1, false)
+	m.pending = nil
+	sid := res.Turns[0].SessionID
+
+	// hold keeps the committer in a write until the returned function is
+	// called: what is queued meanwhile is committed in one batch.
+	hold := func() func() {
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		done := make(chan error, 1)
+		go func() {
+			done <- s.tx(ctx, func(*txn) error {
+				once.Do(func() { close(entered) })
+				<-release
+				return nil
+			})
+		}()
+		<-entered
+		return func() {
+			close(release)
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	type result struct {
+		name string
+		res  gateway.InboundResult
+		err  error
+	}
+	// answered is an instant exchange made on the look that ended with
+	// latest.
+	answered := func(name string, latest int64) func() result {
+		in := m.privateInbound("u1", "finn")
+		c := gateway.Completion{Session: sid, Posts: []gateway.Post{{Session: sid, Message: gateway.Message{
+			Platform: in.Event.Platform, ChatID: in.Event.ChatID, ChatType: gateway.ChatPrivate, Kind: gateway.KindChat,
+			From: gateway.Party{Kind: "bot", ID: "finn", Name: "FINN"}, UserID: in.UserID, Bot: "finn",
+			Text: "finn answers " + in.Event.MessageID, Time: m.eventTime(),
+		}}}}
+		return func() result {
+			res, _, err := s.AppendAnswered(ctx, in, c, latest)
+			return result{name, res, err}
+		}
+	}
+	stored := func(name string) func() result {
+		in := m.privateInbound("u1", "finn")
+		return func() result {
+			res, err := s.AppendInbound(ctx, in)
+			return result{name, res, err}
+		}
+	}
+	stale := 0
+	for round := range 12 {
+		_, latest, ok := s.PeekSession(key, 3)
+		if !ok {
+			t.Fatalf("round %d: the session's window is not cached", round)
+		}
+		var writes []func() result
+		switch round % 3 {
+		case 0:
+			writes = append(writes, stored("a message"), answered("an answer", latest))
+		case 1:
+			writes = append(writes, answered("an answer", latest), stored("a message"))
+		case 2:
+			writes = append(writes, answered("an answer", latest), answered("another answer", latest))
+		}
+		release := hold()
+		results := make(chan result, len(writes))
+		for _, w := range writes {
+			go func() { results <- w() }()
+			time.Sleep(5 * time.Millisecond) // queued in this order, most likely
+		}
+		release()
+		took := 0
+		for range writes {
+			r := <-results
+			switch {
+			case errors.Is(r.err, gateway.ErrStale) && strings.Contains(r.name, "answer"):
+				stale++
+				continue
+			case r.err != nil:
+				t.Fatalf("round %d: %s: %v", round, r.name, r.err)
+			case strings.Contains(r.name, "answer"):
+				took++
+				tail := sessionTail(t, s, sid, 50)
+				for i, msg := range tail {
+					if msg.ID == r.res.Message.ID && (i == 0 || tail[i-1].ID != latest) {
+						t.Fatalf("round %d: %s (message %d) was stored after %v; it was made after %d", round, r.name, msg.ID, historyIDs(tail[max(0, i-3):i]), latest)
+					}
+				}
+			default:
+				m.pending = append(m.pending, r.res.Turns...)
+			}
+		}
+		if round%3 == 2 && took != 1 {
+			t.Fatalf("round %d: %d of two answers made on one look were stored; want 1", round, took)
+		}
+		m.touched[sid] = true
+		checkWindows(t, s, nil)
+		m.checkPeeks(nil)
+		// Answer the queued turns, so the next round's look is of an idle
+		// session as on the instant path.
+		for len(m.pending) > 0 {
+			m.answer()
+		}
+	}
+	t.Logf("%d stale answers", stale)
+	if stale < 4 {
+		t.Errorf("%d stale answers; want at least the 4 of the rounds with two answers", stale)
+	}
 }
 
 // TestCompleteTurnTouchesSession checks the write of a session's

@@ -172,33 +172,40 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %d turns, want 1", len(in.Turns))
 	}
 	var (
-		res gateway.InboundResult
-		out gateway.Completed
+		res   gateway.InboundResult
+		out   gateway.Completed
+		stale bool
 	)
 	err := s.txIntake(ctx, func(tx *txn) error {
 		res, out = gateway.InboundResult{}, gateway.Completed{}
 		// The session's newest message: committed ones are in its window
 		// (their callbacks ran before this batch), and the ones written
-		// earlier in this batch wait in the link log.
+		// earlier in this batch wait in the link log. A stale answer
+		// writes nothing and fails nothing: the batch it is in commits.
 		newest, cached := s.recent.latest(c.Session)
 		if ids := s.links.links[c.Session]; len(ids) > 0 {
 			newest = max(newest, ids[len(ids)-1])
 		}
-		if !cached || newest != latest {
-			return gateway.ErrStale
+		if stale = !cached || newest != latest; stale {
+			return nil
 		}
 		now := micros(timeNow())
 		if err := s.appendInbound(ctx, tx, in, &res, now); err != nil || res.Duplicate {
 			return err
 		}
+		if sid := res.Turns[0].SessionID; sid != c.Session {
+			return fmt.Errorf("the answer was made in session %s, the message's is %s", c.Session, sid)
+		}
 		c := c
-		c.Turn, c.Session = res.Turns[0], res.Turns[0].SessionID
+		c.Turn = res.Turns[0]
 		return s.completeTurn(ctx, tx, c, &out, now, true)
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %w", err)
-	}
-	if res.Duplicate {
+	case stale:
+		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %w", gateway.ErrStale)
+	case res.Duplicate:
 		return res, gateway.Completed{}, nil
 	}
 	return res, out, nil
