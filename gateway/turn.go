@@ -115,10 +115,9 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 	// Until the reply is routed (after the brain, where the person is
 	// then), the chat of the message is where the bot works.
 	to := ChatRef{Platform: data.Message.Platform, ChatID: data.Message.ChatID, Type: data.Message.ChatType}
-	if data.Message.From.Kind == "human" {
-		if instant && mayHandOff(roster, bot, data.Text, nil) {
-			return c, false
-		}
+	// (An instant turn's message holds no trigger: deliverInstant takes
+	// only such messages, see instantBot.)
+	if data.Message.From.Kind == "human" && !instant {
 		if text, ds, ok := g.handOffs(ctx, roster, bot, data, data.Text, nil, nil, to, false); ok {
 			// The acknowledgement carries the first hand-off's status.
 			id := ""
@@ -164,7 +163,10 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 		c.Posts = append(c.Posts, g.post(bot, data, to, text, ""))
 	}
 	// A reply may itself hand work on (SPEC §1), in its text or by a
-	// brain's tool call.
+	// brain's tool call. (Not an instant one: see above.)
+	if instant {
+		return c, true
+	}
 	if note, ds, ok := g.handOffs(ctx, roster, bot, data, text, reply.Handoffs, nil, to, true); ok {
 		c.Delegations = ds
 		if note != "" {
