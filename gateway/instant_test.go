@@ -45,6 +45,18 @@ func (l *turnLog) last() brains.Turn {
 	return l.turns[len(l.turns)-1]
 }
 
+// replier is an instant brain that logs each turn and answers "re " and
+// its text; a turn whose text is holdOn waits for release first.
+func replier(log *turnLog, holdOn string, release <-chan struct{}) instantFunc {
+	return func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		log.add(tr)
+		if holdOn != "" && tr.Text == holdOn {
+			<-release
+		}
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	}
+}
+
 func historyTexts(t brains.Turn) []string {
 	var out []string
 	for _, e := range t.History {
@@ -55,11 +67,7 @@ func historyTexts(t brains.Turn) []string {
 
 func TestInstantPathAnswersBeforeDeliverReturns(t *testing.T) {
 	var log turnLog
-	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
-		log.add(tr)
-		return brains.Reply{Text: "re " + tr.Text}, nil
-	})
-	h := newHarness(t, bot("matty", b))
+	h := newHarness(t, bot("matty", replier(&log, "", nil)))
 	// A new session takes the stored path; its turn loads the session
 	// into the store's cache.
 	h.deliver(private("web-ann", "matty", "1", "one"))
@@ -100,15 +108,8 @@ func TestInstantPathAnswersBeforeDeliverReturns(t *testing.T) {
 
 func TestInstantPathWaitsForABusySession(t *testing.T) {
 	var log turnLog
-	release := make(chan struct{})
-	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
-		log.add(tr)
-		if tr.Text == "two" {
-			<-release // the second turn is still running when the third arrives
-		}
-		return brains.Reply{Text: "re " + tr.Text}, nil
-	})
-	h := newHarness(t, bot("matty", b))
+	release := make(chan struct{}) // the second turn is still running when the third arrives
+	h := newHarness(t, bot("matty", replier(&log, "two", release)))
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(free) // before the harness closes, on a failure
@@ -152,14 +153,7 @@ func TestInstantPathWaitsForABusySession(t *testing.T) {
 func TestInstantPathFallsBackWhileATurnIsQueued(t *testing.T) {
 	var log turnLog
 	release := make(chan struct{})
-	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
-		log.add(tr)
-		if tr.Text == "one" {
-			<-release
-		}
-		return brains.Reply{Text: "re " + tr.Text}, nil
-	})
-	h := newHarness(t, bot("matty", b))
+	h := newHarness(t, bot("matty", replier(&log, "one", release)))
 	// "one" takes the stored path (a new session) and blocks in its
 	// worker, with the session's window loaded; "two" finds the session
 	// busy and is stored to wait its turn rather than answered at once.
@@ -185,11 +179,7 @@ func TestInstantPathFallsBackWhileATurnIsQueued(t *testing.T) {
 // every turn sees exactly the person's messages stored before its own.
 func TestConcurrentDeliveriesToOneSessionStayInOrder(t *testing.T) {
 	var log turnLog
-	b := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
-		log.add(tr)
-		return brains.Reply{Text: "re " + tr.Text}, nil
-	})
-	mb := bot("matty", b)
+	mb := bot("matty", replier(&log, "", nil))
 	mb.HistoryWindow = 200
 	h := newHarness(t, mb)
 	const senders, each = 4, 15

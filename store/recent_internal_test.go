@@ -213,8 +213,14 @@ const inSession = `(' ' || m.sessions || ' ') LIKE ('% ' || ?1 || ' %')`
 // first.
 func sessionRows(t *testing.T, s *SQLite, session string) []gateway.Message {
 	t.Helper()
-	rows, err := s.query(context.Background(), `SELECT `+historyColumns+`
+	return historyRows(t, s, `SELECT `+historyColumns+`
 		FROM messages m WHERE `+inSession+` ORDER BY m.id`, session)
+}
+
+// historyRows reads messages as a window holds them, in the query's order.
+func historyRows(t *testing.T, s *SQLite, query string, args ...any) []gateway.Message {
+	t.Helper()
+	rows, err := s.query(context.Background(), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,23 +509,8 @@ func sessionTail(t *testing.T, s *SQLite, session string, limit int) []gateway.M
 	if limit <= 0 {
 		return nil
 	}
-	rows, err := s.query(context.Background(), `SELECT `+historyColumns+`
+	out := historyRows(t, s, `SELECT `+historyColumns+`
 		FROM messages m WHERE `+inSession+` ORDER BY m.id DESC LIMIT ?2`, session, limit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []gateway.Message
-	for rows.Next() {
-		m, err := scanHistory(rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
 	slices.Reverse(out)
 	return out
 }
