@@ -155,7 +155,10 @@ var ErrEmptyReply = errors.New("brain produced an empty reply")
 // brain). The gateway may then run a person's turn before storing the
 // message, and store the message and the reply in one transaction. Such a
 // brain must not act on the world outside its Reply: a reply computed for
-// a message that turns out to be a duplicate is dropped.
+// a message that turns out to be a duplicate is dropped, and one the
+// gateway cannot use at once (the session changed meanwhile, or the reply
+// hands work on) is dropped and the turn run again once the message is
+// stored, so Reply may see one message twice.
 type Instant interface {
 	Brain
 	Instant() bool

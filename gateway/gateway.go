@@ -265,7 +265,11 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		}
 		defer release()
 	}
+	return g.appendStored(ctx, ev, user, turns)
+}
 
+// appendStored stores ev and the turns it starts: the stored path.
+func (g *Gateway) appendStored(ctx context.Context, ev Event, user UserRef, turns []TurnRequest) (Receipt, error) {
 	// Turns are queued by the store's callback, in the order they were
 	// stored, so a session's queue follows its messages.
 	res, err := g.store.AppendInbound(ctx, Inbound{

@@ -23,15 +23,15 @@ import (
 // while its session is claimed in the queues, so the session's other
 // turns wait for it as they would for a queued turn, and it sees the
 // session as the store's cache holds it; if the session gains a message
-// before the commit (a hand-off's task from another session, say), the
-// store refuses the answer (ErrStale). Whenever any of that fails — the
-// session is new or not cached, a turn of it is queued or running,
-// another delivery of it is under way, the message starts several turns
-// or none, the chat is a group, the message or the reply would hand work
-// on (a hand-off counts against the policy's limits as it is admitted,
-// which must happen only for a stored message), the answer is stale —
-// the message takes the stored path, as if the instant path did not
-// exist.
+// or a pending turn before the commit (a hand-off's task from another
+// session, say), the store refuses the answer (ErrStale). Whenever any of
+// that fails — the session is new or not cached, a turn of it is stored
+// and not yet done, another delivery of it is under way, the message
+// starts several turns or none, the chat is a group, the message or the
+// reply would hand work on (a hand-off counts against the policy's limits
+// as it is admitted, which must happen only for a stored message), the
+// answer is stale — the message takes the stored path, as if the instant
+// path did not exist (still holding its claims, if it had taken them).
 
 // instantBot returns the bot of the one turn an event starts, when the
 // event may take the instant path.
@@ -51,25 +51,34 @@ func instantBot(ev Event, roster *Roster, turns []TurnRequest) (*Bot, bool) {
 }
 
 // deliverInstant answers and stores ev on the instant path. taken is
-// false when the event must take the stored path instead (nothing has
-// been stored then).
+// false when another delivery of the session is under way: nothing has
+// been done, and the event takes the stored path. Once the session is
+// claimed, an event that cannot take the instant path after all is
+// stored here the stored way, before the claims are let go, so no later
+// delivery overtakes it.
 func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, roster *Roster, bot *Bot, req TurnRequest) (rec Receipt, taken bool, err error) {
 	release, ok := g.claims.exclusive(req.Session)
 	if !ok {
 		return Receipt{}, false, nil
 	}
 	defer release()
+	stored := func() (Receipt, bool, error) {
+		rec, err := g.appendStored(ctx, ev, user, []TurnRequest{req})
+		return rec, true, err
+	}
 	limit := g.historyLimit()
 	data, _, ok := g.store.PeekSession(req.Session, limit)
 	if !ok || !g.queues.claim(data.Ref.SessionID) {
-		return Receipt{}, false, nil
+		return stored()
 	}
+	// Let go after a stored fallback has queued its turn: the claim's end
+	// starts the session's worker.
 	defer g.queues.release(data.Ref.SessionID)
 	// Again, now that no other turn of the session can start: a turn may
 	// have ended between the two looks.
 	data, latest, ok := g.store.PeekSession(req.Session, limit)
 	if !ok {
-		return Receipt{}, false, nil
+		return stored()
 	}
 	data.Message = Message{
 		Platform: ev.Platform, ChatID: ev.ChatID, ChatType: ev.ChatType,
@@ -84,13 +93,13 @@ func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, ro
 		return Receipt{}, true, fmt.Errorf("deliver: %w", ErrStopped)
 	}
 	if !ok {
-		return Receipt{}, false, nil
+		return stored()
 	}
 	c.OnStored = g.completionStored(c)
 	in := Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: []TurnRequest{req}, OnStored: g.inboundStored(ev, false)}
 	res, _, err := g.store.AppendAnswered(ctx, in, c, latest)
 	if errors.Is(err, ErrStale) {
-		return Receipt{}, false, nil
+		return stored()
 	}
 	if err != nil {
 		return Receipt{}, true, fmt.Errorf("deliver: %w", err)

@@ -296,3 +296,52 @@ func TestInstantReplyThatHandsOffTakesTheStoredPath(t *testing.T) {
 		t.Errorf("delegation = %+v", ds[0])
 	}
 }
+
+// A delivery that gives the instant path up after claiming its session
+// (here: its reply hands work on) is stored before a later delivery of the
+// session that waited for it.
+func TestInstantFallbackIsNotOvertaken(t *testing.T) {
+	var log turnLog
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	matty := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		log.add(tr)
+		if tr.Text == "the roof leaks" && log.count() == 2 {
+			<-release // the first answer, on the instant path
+		}
+		if tr.Text == "the roof leaks" {
+			return brains.Reply{Text: "Tell Finn Shipley to fix the roof."}, nil
+		}
+		return brains.Reply{Text: "noted"}, nil
+	})
+	h := newHarness(t,
+		dbot("mattyatlas", "Matty Atlas", matty, "finnshipley"),
+		dbot("finnshipley", "Finn Shipley", scripted(t, "Fixed: {{.Text}}")),
+	)
+	h.deliver(private("web-ann", "mattyatlas", "1", "hello"))
+	h.plat.next(t)
+	until(t, func() bool { return h.gw.QueueDepth() == 0 })
+
+	first := make(chan gateway.Receipt)
+	go func() {
+		r, _ := h.gw.Deliver(context.Background(), private("web-ann", "mattyatlas", "2", "the roof leaks"))
+		first <- r
+	}()
+	until(t, func() bool { return log.count() == 2 })
+	second := make(chan gateway.Receipt)
+	go func() {
+		r, _ := h.gw.Deliver(context.Background(), private("web-ann", "mattyatlas", "3", "and the door"))
+		second <- r
+	}()
+	time.Sleep(20 * time.Millisecond) // the second waits for the first's claim
+	free()
+	r1, r2 := <-first, <-second
+	if r1.MessageID == 0 || r2.MessageID <= r1.MessageID {
+		t.Errorf("the roof stored as %d, the door as %d: the later message overtook", r1.MessageID, r2.MessageID)
+	}
+	for range 4 { // Matty's reply and notice, Finn's answer, Matty's "noted"
+		h.plat.next(t)
+	}
+}

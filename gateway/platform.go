@@ -34,8 +34,10 @@ type Typer interface {
 
 // Host is the gateway as seen by a platform adapter.
 type Host interface {
-	// Deliver stores ev and queues the turns it asks for. When Deliver
-	// returns without error the message is durable.
+	// Deliver stores ev and queues the turns it asks for; on the
+	// instant path (see the gateway's instant.go) it runs the turn first
+	// and stores its reply with the message. When Deliver returns without
+	// error the message is durable.
 	Deliver(ctx context.Context, ev Event) (Receipt, error)
 	// Reachable tells the outbox that chats of platform that could not be
 	// reached before (Send returned ErrUnreachable) can be retried now.

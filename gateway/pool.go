@@ -22,7 +22,7 @@ type pool struct {
 	quit chan struct{}
 	once sync.Once
 	idle time.Duration // poolIdle, shorter in tests
-	live atomic.Int64  // goroutines running or waiting for work
+	live atomic.Int64  // goroutines running or waiting for work (for tests)
 }
 
 func newPool(idle time.Duration) *pool {

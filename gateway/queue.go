@@ -17,7 +17,7 @@ type queues struct {
 	depth atomic.Int64
 
 	mu       sync.Mutex
-	active   map[string][]TurnRef // session ID → turns not yet started
+	active   map[string][]TurnRef // session ID → turns not yet started (empty while claimed)
 	draining bool
 	idle     chan struct{} // closed when active becomes empty while draining
 	wg       sync.WaitGroup

@@ -35,10 +35,10 @@ type Store interface {
 	CompleteTurn(ctx context.Context, c Completion) (Completed, error)
 	// PeekSession returns what a new turn in the session with key would
 	// see now (Ref.SessionID, Session and at most historyLimit messages of
-	// History) when the store holds all of it in memory, and latest, the
-	// ID of the session's newest message (0: none); ok is false otherwise.
-	// It never reads storage, so it is cheap enough to try for every
-	// message.
+	// History) when the store holds all of it in memory and knows of no
+	// pending turn of the session, and latest, the ID of the session's
+	// newest message (0: none); ok is false otherwise. It never reads
+	// storage, so it is cheap enough to try for every message.
 	PeekSession(key SessionKey, historyLimit int) (data TurnData, latest int64, ok bool)
 	// AppendAnswered stores an inbound message that starts exactly one
 	// turn together with that turn's outcome, computed on the session as
@@ -46,10 +46,10 @@ type Store interface {
 	// CompleteTurn in one transaction, the turn stored done (never
 	// pending). c.Session names the session (PeekSession's
 	// Ref.SessionID); the store sets c.Turn. When the session has
-	// gained a message since latest, nothing is stored and the error is
-	// ErrStale. A duplicate message stores nothing of c, and the result
-	// says Duplicate. Inbound.OnStored is called before
-	// Completion.OnStored.
+	// gained a message since latest, has a pending turn, or is no longer
+	// held in memory, nothing is stored and the error is ErrStale. A
+	// duplicate message stores nothing of c, and the result says
+	// Duplicate. Inbound.OnStored is called before Completion.OnStored.
 	AppendAnswered(ctx context.Context, in Inbound, c Completion, latest int64) (InboundResult, Completed, error)
 
 	// StartDelegations stores hand-offs made outside a turn (the API) and
@@ -122,7 +122,8 @@ type Store interface {
 var ErrNotFound = errors.New("not found")
 
 // ErrStale is returned by AppendAnswered when the session changed after
-// the answer was computed; nothing was stored.
+// the answer was computed (or can no longer be checked); nothing was
+// stored.
 var ErrStale = errors.New("the session changed while the answer was made")
 
 // Party is the author of a message.

@@ -144,17 +144,21 @@ func TestAppendAnsweredRefusesAStaleAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := first.Turns[0].SessionID
-	_, latest, ok := s.PeekSession(key, 20)
-	if !ok {
-		t.Fatal("session not cached")
-	}
-	// The first turn's reply joins the session after the look.
 	c := answer(sid, "hi Ann")
 	c.Turn = first.Turns[0]
 	if _, err := s.CompleteTurn(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = s.AppendAnswered(ctx, inbound("2", "how are you"), answer(sid, "fine"), latest)
+	// Two answers made on one look: the first is stored, and its
+	// exchange makes the second stale.
+	_, latest, ok := s.PeekSession(key, 20)
+	if !ok {
+		t.Fatal("session not cached")
+	}
+	if _, _, err := s.AppendAnswered(ctx, inbound("2", "how are you"), answer(sid, "fine"), latest); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.AppendAnswered(ctx, inbound("3", "and you?"), answer(sid, "me too"), latest)
 	if !errors.Is(err, gateway.ErrStale) {
 		t.Fatalf("AppendAnswered on a stale look: %v, want ErrStale", err)
 	}
@@ -162,12 +166,48 @@ func TestAppendAnsweredRefusesAStaleAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := texts(msgs); !slices.Equal(got, []string{"hello", "hi Ann"}) {
+	if got := texts(msgs); !slices.Equal(got, []string{"hello", "hi Ann", "how are you", "fine"}) {
 		t.Errorf("stored = %q, want nothing of the stale answer", got)
 	}
 	// A fresh look answers.
 	_, latest, _ = s.PeekSession(key, 20)
-	if _, _, err := s.AppendAnswered(ctx, inbound("2", "how are you"), answer(sid, "fine"), latest); err != nil {
+	if _, _, err := s.AppendAnswered(ctx, inbound("3", "and you?"), answer(sid, "me too"), latest); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A session with a pending turn is not peeked: the turn came first, and an
+// answer made meanwhile would overtake it.
+func TestPeekSessionWaitsForPendingTurns(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "sb.db"))
+	key := inbound("", "").Turns[0].Session
+	first, err := s.AppendInbound(ctx, inbound("1", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadTurn(ctx, first.Turns[0].ID, 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := s.PeekSession(key, 20); ok {
+		t.Fatal("PeekSession with the session's turn pending")
+	}
+	c := answer(first.Turns[0].SessionID, "hi Ann")
+	c.Turn = first.Turns[0]
+	if _, err := s.CompleteTurn(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	_, latest, ok := s.PeekSession(key, 20)
+	if !ok {
+		t.Fatal("PeekSession refused once the turn was done")
+	}
+	// A turn stored after the look makes the answer stale even before its
+	// message is compared.
+	if _, err := s.AppendInbound(ctx, inbound("2", "are you there")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.AppendAnswered(ctx, inbound("3", "hello?"), answer(first.Turns[0].SessionID, "yes"), latest)
+	if !errors.Is(err, gateway.ErrStale) {
+		t.Fatalf("AppendAnswered with a turn pending: %v, want ErrStale", err)
 	}
 }

@@ -52,6 +52,13 @@ type recent struct {
 	// keys finds the windows by their sessions' keys (PeekSession).
 	keys map[gateway.SessionKey]*window
 	lru  list.List // of *window, most recently used first
+	// pending counts each session's pending turns that this process
+	// stored (addTurn, not bounded by recentTurns), and pendingOf names
+	// their sessions, until doneTurn: a session with one has work queued,
+	// or about to be, that an instant answer must not overtake (peek,
+	// latest).
+	pending   map[string]int
+	pendingOf map[int64]string
 	// size is how many messages a window keeps: the largest history asked
 	// for plus windowSlack. It only grows, under mu; it is read without
 	// mu by want, which every turn calls.
@@ -125,7 +132,11 @@ func (r *recent) addTurn(t cachedTurn) {
 	defer r.mu.Unlock()
 	if r.turns == nil {
 		r.turns = make(map[int64]cachedTurn)
+		r.pending = make(map[string]int)
+		r.pendingOf = make(map[int64]string)
 	}
+	r.pending[t.ref.SessionID]++
+	r.pendingOf[t.ref.ID] = t.ref.SessionID
 	if len(r.turns) < recentTurns {
 		// As SQLite gives them back: UTC microseconds, mentions split
 		// from one space-joined column.
@@ -143,6 +154,12 @@ func (r *recent) doneTurn(turnID int64, session, resumeID string, at int64, touc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.turns, turnID)
+	if s, ok := r.pendingOf[turnID]; ok {
+		delete(r.pendingOf, turnID)
+		if r.pending[s]--; r.pending[s] <= 0 {
+			delete(r.pending, s)
+		}
+	}
 	if w, ok := r.sessions[session]; ok {
 		if resumeID != "" {
 			w.session.ResumeID = resumeID
@@ -214,13 +231,15 @@ func (r *recent) install(w *window) {
 
 // peek is what a new turn in the session with key would see now: the
 // session's row and its last limit messages, oldest first, if the session
-// has a window that holds them. The history shares the window's array as
-// turn's does.
+// has a window that holds them and no pending turn this process stored
+// (a turn stored by a hand-off, say, is queued by a later callback than
+// the one that adds its message to the window). The history shares the
+// window's array as turn's does.
 func (r *recent) peek(key gateway.SessionKey, limit int) (sess gateway.Session, hist []gateway.Message, latest int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.keys[key]
-	if !ok || (len(w.msgs) < limit && !w.complete) {
+	if !ok || (len(w.msgs) < limit && !w.complete) || r.pending[w.id] > 0 {
 		return gateway.Session{}, nil, 0, false
 	}
 	r.use(w)
@@ -235,12 +254,12 @@ func (r *recent) peek(key gateway.SessionKey, limit int) (sess gateway.Session, 
 }
 
 // latest is the ID of the newest message of a session's window (0: none),
-// if the session has a window.
+// if the session has a window and no pending turn this process stored.
 func (r *recent) latest(session string) (int64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.sessions[session]
-	if !ok {
+	if !ok || r.pending[session] > 0 {
 		return 0, false
 	}
 	if n := len(w.msgs); n > 0 {

@@ -293,6 +293,9 @@ type recentSim struct {
 	seq   int // platform message IDs
 
 	pending  []gateway.TurnRef // queued, not completed
+	// queued names the sessions of the pending turns this store (since
+	// its last reopen) stored: PeekSession refuses those sessions.
+	queued map[int64]string
 	sessions []string          // every session seen, in order
 	known    map[string]bool
 	sent     []sentInbound   // stored inbounds, for redeliveries
@@ -309,7 +312,7 @@ func newRecentSim(t *testing.T, a, b uint64) *recentSim {
 	path := filepath.Join(t.TempDir(), "sb.db")
 	return &recentSim{
 		t: t, ctx: context.Background(), path: path, s: openRecentStore(t, path),
-		rng: rand.New(rand.NewPCG(a, b)), clock: useRecentClock(t), known: map[string]bool{}, touched: map[string]bool{},
+		rng: rand.New(rand.NewPCG(a, b)), clock: useRecentClock(t), known: map[string]bool{}, touched: map[string]bool{}, queued: map[int64]string{},
 		paths: map[loadPath]int{}, stats: map[string]int{}, keys: map[gateway.SessionKey]string{},
 	}
 }
@@ -428,7 +431,7 @@ func (m *recentSim) appendInbound(in gateway.Inbound) gateway.InboundResult {
 		m.addSession(tr.SessionID)
 		m.learnKey(in.Turns[i].Session, tr.SessionID)
 	}
-	m.pending = append(m.pending, res.Turns...)
+	m.queue(res.Turns...)
 	m.sent = append(m.sent, sentInbound{in, res.Message.ID, res.Turns})
 	m.stats["inbound"]++
 	return res
@@ -597,6 +600,12 @@ func (m *recentSim) checkPeeks(only map[string]bool) {
 				m.t.Fatalf("PeekSession(%+v, %d) = %+v, true; the window holds %d of more messages", key, limit, d, len(w.msgs))
 			}
 			m.stats["peek: window short"]++
+			continue
+		case m.hasQueued(sid):
+			if ok {
+				m.t.Fatalf("PeekSession(%+v, %d) = %+v, true; the session has a turn pending", key, limit, d)
+			}
+			m.stats["peek: turn pending"]++
 			continue
 		case !ok:
 			m.t.Fatalf("PeekSession(%+v, %d) missed; the window holds %d messages (complete %v)", key, limit, len(w.msgs), w.complete)
@@ -843,6 +852,7 @@ func (m *recentSim) answer() {
 	i := m.rng.IntN(len(m.pending))
 	ref := m.pending[i]
 	m.pending = slices.Delete(m.pending, i, i+1)
+	delete(m.queued, ref.ID)
 	limit := simLimits[m.rng.IntN(len(simLimits))]
 	d, path := checkLoadTurn(m.t, m.s, ref.ID, limit)
 	m.paths[path]++
@@ -908,6 +918,36 @@ func (m *recentSim) completeWith(d gateway.TurnData, posts int, extras bool) {
 	m.stats["completed"]++
 }
 
+// queue notes turns just stored pending.
+func (m *recentSim) queue(refs ...gateway.TurnRef) {
+	m.pending = append(m.pending, refs...)
+	for _, r := range refs {
+		m.queued[r.ID] = r.SessionID
+	}
+}
+
+// closeTurns completes the pending turns, saying nothing.
+func (m *recentSim) closeTurns() {
+	m.t.Helper()
+	for _, ref := range m.pending {
+		if _, err := m.s.CompleteTurn(m.ctx, gateway.Completion{Turn: ref, Session: ref.SessionID}); err != nil {
+			m.t.Fatalf("close turn %d: %v", ref.ID, err)
+		}
+		delete(m.queued, ref.ID)
+	}
+	m.pending = nil
+}
+
+// hasQueued says whether the store knows of a pending turn of session.
+func (m *recentSim) hasQueued(session string) bool {
+	for _, s := range m.queued {
+		if s == session {
+			return true
+		}
+	}
+	return false
+}
+
 // reopen closes the store and opens the file again: the cache starts
 // empty, turns queued before are loaded from SQL, windows come back
 // lazily.
@@ -917,6 +957,7 @@ func (m *recentSim) reopen() {
 		m.t.Fatal(err)
 	}
 	m.s = openRecentStore(m.t, m.path)
+	clear(m.queued) // the new store knows of no turn it stored
 	if n, _ := snapshotWindows(m.s); len(n) != 0 || len(m.s.recent.turns) != 0 {
 		m.t.Fatalf("a reopened store has %d windows and %d turns cached", len(n), len(m.s.recent.turns))
 	}
@@ -1232,6 +1273,8 @@ func TestRecentPeekSession(t *testing.T) {
 	first := send()
 	peek(0, false, 0) // no window: it is loaded by the turn's LoadTurn
 	checkLoadTurn(t, m.s, first.Turns[0].ID, 0)
+	peek(0, false, 0) // the turn is pending: it comes first
+	m.closeTurns()
 	// The window holds the whole session: any limit. (Asking for 3 grows
 	// the windows to 3 + windowSlack messages.)
 	peek(0, true, 0)
@@ -1243,20 +1286,24 @@ func TestRecentPeekSession(t *testing.T) {
 	if w, _ := snapshotWindows(m.s); len(w[m.keys[key]].msgs) != 3+windowSlack || w[m.keys[key]].complete {
 		t.Fatalf("window holds %d messages (complete %v); want %d, trimmed", len(w[m.keys[key]].msgs), w[m.keys[key]].complete, 3+windowSlack)
 	}
+	peek(3, false, 0) // turns pending
+	m.closeTurns()
 	peek(3, true, 3)
 	peek(11, true, 11) // (the windows grow to 19: this one holds 11)
 	peek(12, false, 0)
 	peek(11, true, 11)
 	// A turn with a 12-message history reloads the window, which then
 	// holds the whole session.
-	checkLoadTurn(t, m.s, m.pending[len(m.pending)-1].ID, 12)
+	res := send()
+	checkLoadTurn(t, m.s, res.Turns[0].ID, 12)
+	m.closeTurns()
 	peek(12, true, 12)
-	peek(40, true, 12) // holds all of them
+	peek(40, true, 13) // holds all of them
 	// The instant path: the exchange joins the window.
 	if !m.answerInstant(m.privateInbound("u0", "matty"), nil, 40, "") {
 		t.Fatal("the instant path missed a cached window")
 	}
-	peek(40, true, 14)
+	peek(40, true, 15)
 	peek(2, true, 2)
 	// A redelivery of the exchange's message stores nothing more, on
 	// either path.
@@ -1265,21 +1312,25 @@ func TestRecentPeekSession(t *testing.T) {
 		t.Fatal("the instant path missed a cached window")
 	}
 	m.redeliverOf(again)
-	peek(40, true, 14)
+	peek(40, true, 15)
 	checkWindows(t, m.s, nil)
 	// Answers made on a session that has changed since are refused
-	// (ErrStale): a message came in on the stored path, the window was
-	// dropped.
+	// (ErrStale): a message came in on the stored path (its turn is
+	// pending, too), the window was dropped.
 	if m.answerInstant(m.privateInbound("u0", "matty"), nil, 40, simMessage) {
 		t.Fatal("the instant path took a stale answer")
 	}
-	peek(40, true, 15)
+	peek(40, false, 0)
+	m.closeTurns()
+	peek(40, true, 16)
 	if m.answerInstant(m.privateInbound("u0", "matty"), nil, 40, simDrop) {
 		t.Fatal("the instant path took an answer on a dropped window")
 	}
 	peek(40, false, 0)
-	checkLoadTurn(t, m.s, m.pending[len(m.pending)-1].ID, 40)
-	peek(40, true, 15)
+	res = send()
+	checkLoadTurn(t, m.s, res.Turns[0].ID, 40)
+	m.closeTurns()
+	peek(40, true, 17)
 
 	// After a reopen the session is there, its window is not.
 	m.reopen()
@@ -1289,8 +1340,10 @@ func TestRecentPeekSession(t *testing.T) {
 		t.Fatal("the instant path took a session with no window")
 	}
 	// A new message's turn loads it again.
-	res := send()
+	res = send()
 	checkLoadTurn(t, m.s, res.Turns[0].ID, 3)
+	peek(3, false, 0) // its turn is pending
+	m.closeTurns()
 	peek(3, true, 3)
 	peek(11, true, 11) // the window holds 11: 3 + windowSlack
 	peek(20, false, 0)
@@ -1322,6 +1375,7 @@ func TestAppendAnsweredInOneBatch(t *testing.T) {
 	d, _ := checkLoadTurn(t, s, res.Turns[0].ID, 3)
 	m.completeWith(d, 1, false)
 	m.pending = nil
+	clear(m.queued)
 	sid := res.Turns[0].SessionID
 
 	// hold keeps the committer in a write until the returned function is
@@ -1411,7 +1465,7 @@ func TestAppendAnsweredInOneBatch(t *testing.T) {
 					}
 				}
 			default:
-				m.pending = append(m.pending, r.res.Turns...)
+				m.queue(r.res.Turns...)
 			}
 		}
 		if round%3 == 2 && took != 1 {
@@ -1447,6 +1501,7 @@ func TestCompleteTurnTouchesSession(t *testing.T) {
 	// The session row was written with the message's time.
 	want := fromMicros(micros(first.Message.Time))
 	m.pending = nil
+	clear(m.queued)
 	next := first.Turns[0]
 	steps := []struct {
 		name    string
@@ -1490,6 +1545,7 @@ func TestCompleteTurnTouchesSession(t *testing.T) {
 		// not written by AppendInbound.
 		res := m.appendInbound(m.privateInbound("u3", "matty"))
 		m.pending = nil
+		clear(m.queued)
 		next = res.Turns[0]
 		if st.reopen {
 			// The first message after a reopen writes the row (the

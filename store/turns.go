@@ -180,7 +180,8 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 		res, out = gateway.InboundResult{}, gateway.Completed{}
 		// The session's newest message: committed ones are in its window
 		// (their callbacks ran before this batch), and the ones written
-		// earlier in this batch wait in the link log. A stale answer
+		// earlier in this batch wait in the link log. A session with a
+		// pending turn is stale too: the turn came first. A stale answer
 		// writes nothing and fails nothing: the batch it is in commits.
 		newest, cached := s.recent.latest(c.Session)
 		if ids := s.links.links[c.Session]; len(ids) > 0 {
