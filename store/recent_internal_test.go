@@ -292,11 +292,11 @@ type recentSim struct {
 	clock *recentClock
 	seq   int // platform message IDs
 
-	pending  []gateway.TurnRef // queued, not completed
+	pending []gateway.TurnRef // queued, not completed
 	// queued names the sessions of the pending turns this store (since
 	// its last reopen) stored: PeekSession refuses those sessions.
-	queued map[int64]string
-	sessions []string          // every session seen, in order
+	queued   map[int64]string
+	sessions []string // every session seen, in order
 	known    map[string]bool
 	sent     []sentInbound   // stored inbounds, for redeliveries
 	touched  map[string]bool // sessions written since the last check
