@@ -137,20 +137,31 @@ func ensureSession(ctx context.Context, tx *txn, key gateway.SessionKey, at int6
 	}
 	// An insert that may find the session there already, then a read:
 	// RETURNING would build a temporary table per statement.
+	fresh := uuid.NewString()
 	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, bot, scope, scope_id, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (bot, scope, scope_id) DO UPDATE SET updated_at = excluded.updated_at`,
-		uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at, at)
+		fresh, key.Bot, key.Scope, key.ScopeID, at, at)
 	if err != nil {
 		return "", err
 	}
 	var id string
 	err = tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`,
 		key.Bot, key.Scope, key.ScopeID).Scan(&id)
-	if err == nil {
-		tx.onStored(func() { tx.s.ids.sessions[key] = id })
+	if err != nil {
+		return "", err
 	}
-	return id, err
+	tx.onStored(func() { tx.s.ids.sessions[key] = id })
+	if id == fresh {
+		// Created by this write: its window is known without a read,
+		// empty and complete (the messages this write links to it are
+		// appended by their own callbacks, which run after this one).
+		w := &window{id: id, complete: true, session: gateway.Session{
+			ID: id, Key: key, CreatedAt: fromMicros(at), UpdatedAt: fromMicros(at),
+		}}
+		tx.onStored(func() { tx.s.recent.install(w) })
+	}
+	return id, nil
 }
 
 // AppendInbound implements gateway.Store.

@@ -1575,3 +1575,29 @@ func TestRecentSweepDropsIdleWindows(t *testing.T) {
 		t.Errorf("kept %d windows (list %d); want mid and new", len(r.sessions), r.lru.Len())
 	}
 }
+
+// TestNewSessionStartsWithAWindow: the write that creates a session knows
+// its whole history, so the session's first turn is answered from the
+// cache without reading SQLite (and its window matches SQL).
+func TestNewSessionStartsWithAWindow(t *testing.T) {
+	m := newRecentSim(t, 19, 19)
+	m.s.recent.want(20) // as the gateway's first turn leaves it
+	res := m.appendInbound(m.privateInbound("u5", "matty"))
+	sid := res.Turns[0].SessionID
+	windows, _ := snapshotWindows(m.s)
+	w, ok := windows[sid]
+	if !ok || !w.complete || len(w.msgs) != 1 || w.msgs[0].ID != res.Message.ID {
+		t.Fatalf("new session's window = %+v, %v; want complete, holding its message", w, ok)
+	}
+	if _, path := checkLoadTurn(t, m.s, res.Turns[0].ID, 20); path != pathHit {
+		t.Errorf("the first turn of a new session was loaded by %s; want %s", path, pathHit)
+	}
+	checkWindows(t, m.s, nil)
+	// A session that existed before this store opened is read as before.
+	m.reopen()
+	res = m.appendInbound(m.privateInbound("u5", "matty"))
+	if _, path := checkLoadTurn(t, m.s, res.Turns[0].ID, 20); path != pathReload {
+		t.Errorf("the first turn after a reopen was loaded by %s; want %s", path, pathReload)
+	}
+	checkWindows(t, m.s, nil)
+}
