@@ -274,7 +274,7 @@ func (g *Gateway) appendStored(ctx context.Context, ev Event, user UserRef, turn
 	// stored, so a session's queue follows its messages.
 	res, err := g.store.AppendInbound(ctx, Inbound{
 		Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns,
-		OnStored: g.inboundStored(ev, true),
+		OnStored: g.inboundStored(ev),
 	})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("deliver: %w", err)
@@ -282,19 +282,17 @@ func (g *Gateway) appendStored(ctx context.Context, ev Event, user UserRef, turn
 	return Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate}, nil
 }
 
-// inboundStored is the callback of ev's write: it tells the platform and,
-// with queue, queues the turns the message started.
-func (g *Gateway) inboundStored(ev Event, queue bool) func(InboundResult) {
+// inboundStored is the callback of ev's write: it tells the platform and
+// queues the turns the message queued.
+func (g *Gateway) inboundStored(ev Event) func(InboundResult) {
 	return func(res InboundResult) {
 		if ev.OnStored != nil {
 			ev.OnStored(Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate})
 		}
 		if !res.Duplicate {
 			g.obs.EventIn(ev.Platform)
-			if queue {
-				for _, t := range res.Turns {
-					g.push(t)
-				}
+			for _, t := range res.Turns {
+				g.push(t)
 			}
 		}
 	}

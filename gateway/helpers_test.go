@@ -83,13 +83,22 @@ type harness struct {
 	t     testing.TB
 	path  string
 	store *store.SQLite
-	gw    *gateway.Gateway
-	plat  *recorder
+	// wrap, when set, wraps the store the gateway uses (to watch it).
+	wrap func(gateway.Store) gateway.Store
+	gw   *gateway.Gateway
+	plat *recorder
 }
 
 func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: newRecorder("web")}
+	return newWrappedHarness(t, nil, bots...)
+}
+
+// newWrappedHarness is newHarness with the gateway's store wrapped by
+// wrap (when not nil).
+func newWrappedHarness(t testing.TB, wrap func(gateway.Store) gateway.Store, bots ...*gateway.Bot) *harness {
+	t.Helper()
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: newRecorder("web"), wrap: wrap}
 	h.open(bots...)
 	return h
 }
@@ -105,7 +114,11 @@ func (h *harness) open(bots ...*gateway.Bot) {
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	h.gw = gateway.New(gateway.Options{Store: s, Logger: logger})
+	var gs gateway.Store = s
+	if h.wrap != nil {
+		gs = h.wrap(s)
+	}
+	h.gw = gateway.New(gateway.Options{Store: gs, Logger: logger})
 	h.gw.SetRoster(gateway.NewRoster(bots))
 	h.gw.AddPlatform(h.plat)
 	if err := h.gw.Start(context.Background()); err != nil {

@@ -66,20 +66,16 @@ func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, ro
 		rec, err := g.appendStored(ctx, ev, user, []TurnRequest{req})
 		return rec, true, err
 	}
-	limit := g.historyLimit()
-	data, _, ok := g.store.PeekSession(req.Session, limit)
+	// (A turn of the session that ends between this look and the claim
+	// below can only have added messages to it, which the store finds
+	// when it checks the answer: stale.)
+	data, latest, ok := g.store.PeekSession(req.Session, g.historyLimit())
 	if !ok || !g.queues.claim(data.Ref.SessionID) {
 		return stored()
 	}
 	// Let go after a stored fallback has queued its turn: the claim's end
 	// starts the session's worker.
 	defer g.queues.release(data.Ref.SessionID)
-	// Again, now that no other turn of the session can start: a turn may
-	// have ended between the two looks.
-	data, latest, ok := g.store.PeekSession(req.Session, limit)
-	if !ok {
-		return stored()
-	}
 	data.Message = Message{
 		Platform: ev.Platform, ChatID: ev.ChatID, ChatType: ev.ChatType,
 		PlatformMsgID: ev.MessageID, Kind: KindChat,
@@ -96,7 +92,7 @@ func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, ro
 		return stored()
 	}
 	c.OnStored = g.completionStored(c)
-	in := Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: []TurnRequest{req}, OnStored: g.inboundStored(ev, false)}
+	in := Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: []TurnRequest{req}, OnStored: g.inboundStored(ev)}
 	res, _, err := g.store.AppendAnswered(ctx, in, c, latest)
 	if errors.Is(err, ErrStale) {
 		return stored()

@@ -242,25 +242,40 @@ func until(t *testing.T, cond func() bool) {
 	}
 }
 
-// A reply that hands work on is not made on the instant path (a hand-off
-// is admitted against the policy's limits only for a stored message):
-// the message takes the stored path and the hand-off happens there.
-func TestInstantReplyThatHandsOffTakesTheStoredPath(t *testing.T) {
-	var mattyTurns turnLog
+// roofTeam is Matty (an instant brain, which answers "the roof leaks" by
+// handing it to Finn and anything else with "noted") and Finn, with Ann's
+// session with Matty cached and idle. The first time Matty answers "the
+// roof leaks" it waits for hold, when not nil.
+func roofTeam(t *testing.T, log *turnLog, hold <-chan struct{}, wrap func(gateway.Store) gateway.Store) *harness {
+	t.Helper()
+	var held bool
 	matty := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
-		mattyTurns.add(tr)
-		if tr.Text == "the roof leaks" {
-			return brains.Reply{Text: "Tell Finn Shipley to fix the roof."}, nil
+		log.add(tr)
+		if tr.Text != "the roof leaks" {
+			return brains.Reply{Text: "noted"}, nil
 		}
-		return brains.Reply{Text: "noted"}, nil
+		if hold != nil && !held {
+			held = true // the brain sees one session's turns one at a time
+			<-hold
+		}
+		return brains.Reply{Text: "Tell Finn Shipley to fix the roof."}, nil
 	})
-	h := newHarness(t,
+	h := newWrappedHarness(t, wrap,
 		dbot("mattyatlas", "Matty Atlas", matty, "finnshipley"),
 		dbot("finnshipley", "Finn Shipley", scripted(t, "Fixed: {{.Text}}")),
 	)
 	h.deliver(private("web-ann", "mattyatlas", "1", "hello"))
 	h.plat.next(t)
 	until(t, func() bool { return h.gw.QueueDepth() == 0 })
+	return h
+}
+
+// A reply that hands work on is not made on the instant path (a hand-off
+// is admitted against the policy's limits only for a stored message):
+// the message takes the stored path and the hand-off happens there.
+func TestInstantReplyThatHandsOffTakesTheStoredPath(t *testing.T) {
+	var mattyTurns turnLog
+	h := roofTeam(t, &mattyTurns, nil, nil)
 
 	h.deliver(private("web-ann", "mattyatlas", "2", "the roof leaks"))
 	var sent []string
@@ -297,6 +312,17 @@ func TestInstantReplyThatHandsOffTakesTheStoredPath(t *testing.T) {
 	}
 }
 
+// slowRoof is a store whose AppendInbound of "the roof leaks" takes 20 ms
+// longer.
+type slowRoof struct{ gateway.Store }
+
+func (s slowRoof) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.InboundResult, error) {
+	if in.Event.Text == "the roof leaks" {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s.Store.AppendInbound(ctx, in)
+}
+
 // A delivery that gives the instant path up after claiming its session
 // (here: its reply hands work on) is stored before a later delivery of the
 // session that waited for it.
@@ -306,23 +332,9 @@ func TestInstantFallbackIsNotOvertaken(t *testing.T) {
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(free)
-	matty := instantFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
-		log.add(tr)
-		if tr.Text == "the roof leaks" && log.count() == 2 {
-			<-release // the first answer, on the instant path
-		}
-		if tr.Text == "the roof leaks" {
-			return brains.Reply{Text: "Tell Finn Shipley to fix the roof."}, nil
-		}
-		return brains.Reply{Text: "noted"}, nil
-	})
-	h := newHarness(t,
-		dbot("mattyatlas", "Matty Atlas", matty, "finnshipley"),
-		dbot("finnshipley", "Finn Shipley", scripted(t, "Fixed: {{.Text}}")),
-	)
-	h.deliver(private("web-ann", "mattyatlas", "1", "hello"))
-	h.plat.next(t)
-	until(t, func() bool { return h.gw.QueueDepth() == 0 })
+	// The fallback's store write takes a while, so a later message let go
+	// too early would be stored first.
+	h := roofTeam(t, &log, release, func(s gateway.Store) gateway.Store { return slowRoof{s} })
 
 	first := make(chan gateway.Receipt)
 	go func() {
@@ -330,18 +342,25 @@ func TestInstantFallbackIsNotOvertaken(t *testing.T) {
 		first <- r
 	}()
 	until(t, func() bool { return log.count() == 2 })
-	second := make(chan gateway.Receipt)
-	go func() {
-		r, _ := h.gw.Deliver(context.Background(), private("web-ann", "mattyatlas", "3", "and the door"))
-		second <- r
-	}()
-	time.Sleep(20 * time.Millisecond) // the second waits for the first's claim
-	free()
-	r1, r2 := <-first, <-second
-	if r1.MessageID == 0 || r2.MessageID <= r1.MessageID {
-		t.Errorf("the roof stored as %d, the door as %d: the later message overtook", r1.MessageID, r2.MessageID)
+	// Later messages (from other tabs, say) wait for the first's claim;
+	// any of them stored first would have overtaken it.
+	later := []string{"and the door", "and the window", "and the gate"}
+	second := make(chan gateway.Receipt, len(later))
+	for i, text := range later {
+		go func() {
+			r, _ := h.gw.Deliver(context.Background(), private("web-ann", "mattyatlas", fmt.Sprint(3+i), text))
+			second <- r
+		}()
 	}
-	for range 4 { // Matty's reply and notice, Finn's answer, Matty's "noted"
+	time.Sleep(20 * time.Millisecond)
+	free()
+	r1 := <-first
+	for range later {
+		if r2 := <-second; r1.MessageID == 0 || r2.MessageID <= r1.MessageID {
+			t.Errorf("the roof stored as %d, a later message as %d: the later message overtook", r1.MessageID, r2.MessageID)
+		}
+	}
+	for range 3 + len(later) { // Matty's reply and notice, Finn's answer, Matty's "noted"s
 		h.plat.next(t)
 	}
 }

@@ -49,7 +49,8 @@ type Store interface {
 	// gained a message since latest, has a pending turn, or is no longer
 	// held in memory, nothing is stored and the error is ErrStale. A
 	// duplicate message stores nothing of c, and the result says
-	// Duplicate. Inbound.OnStored is called before Completion.OnStored.
+	// Duplicate. The result names no turn (none is queued).
+	// Inbound.OnStored is called before Completion.OnStored.
 	AppendAnswered(ctx context.Context, in Inbound, c Completion, latest int64) (InboundResult, Completed, error)
 
 	// StartDelegations stores hand-offs made outside a turn (the API) and
@@ -230,7 +231,8 @@ type TurnRequest struct {
 type InboundResult struct {
 	Message   Message
 	Duplicate bool
-	Turns     []TurnRef
+	// Turns are the turns the message queued.
+	Turns []TurnRef
 }
 
 // TurnRef names a queued turn and the session it runs in.

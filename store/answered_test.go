@@ -30,6 +30,31 @@ func texts(msgs []gateway.Message) []string {
 	return out
 }
 
+// hello stores Ann's first message to matty on the stored path and loads
+// its turn, as the gateway does, which puts the session's window in
+// memory; the turn stays pending.
+func hello(t *testing.T, s *store.SQLite) gateway.TurnRef {
+	t.Helper()
+	first, err := s.AppendInbound(context.Background(), inbound("1", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadTurn(context.Background(), first.Turns[0].ID, 20); err != nil {
+		t.Fatal(err)
+	}
+	return first.Turns[0]
+}
+
+// hiAnn completes turn with matty's reply "hi Ann".
+func hiAnn(t *testing.T, s *store.SQLite, turn gateway.TurnRef) {
+	t.Helper()
+	c := answer(turn.SessionID, "hi Ann")
+	c.Turn = turn
+	if _, err := s.CompleteTurn(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sb.db")
@@ -39,23 +64,13 @@ func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
 	if _, _, ok := s.PeekSession(key, 20); ok {
 		t.Fatal("PeekSession found a session that does not exist")
 	}
-	// The stored path first: the session is created, and loading its
-	// turn puts its window in memory.
-	first, err := s.AppendInbound(ctx, inbound("1", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.LoadTurn(ctx, first.Turns[0].ID, 20); err != nil {
-		t.Fatal(err)
-	}
-	c := answer(first.Turns[0].SessionID, "hi Ann")
-	c.Turn = first.Turns[0]
-	if _, err := s.CompleteTurn(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	// The stored path first: the session is created, and its window is
+	// in memory.
+	first := hello(t, s)
+	hiAnn(t, s, first)
 
 	data, latest, ok := s.PeekSession(key, 20)
-	if !ok || data.Ref.SessionID != first.Turns[0].SessionID || data.Session.Key != key || latest != data.History[1].ID {
+	if !ok || data.Ref.SessionID != first.SessionID || data.Session.Key != key || latest != data.History[1].ID {
 		t.Fatalf("PeekSession = %+v, %d, %v", data, latest, ok)
 	}
 	if got := texts(data.History); !slices.Equal(got, []string{"hello", "hi Ann"}) {
@@ -65,13 +80,13 @@ func TestAppendAnsweredStoresTheExchangeInOneWrite(t *testing.T) {
 	var calls []string
 	in := inbound("2", "how are you")
 	in.OnStored = func(r gateway.InboundResult) { calls = append(calls, "inbound") }
-	c = answer(data.Ref.SessionID, "fine")
+	c := answer(data.Ref.SessionID, "fine")
 	c.OnStored = func(d gateway.Completed) { calls = append(calls, "completion") }
 	res, done, err := s.AppendAnswered(ctx, in, c, latest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Duplicate || res.Message.ID == 0 || len(done.Outbox) != 1 || done.Outbox[0].Text != "fine" {
+	if res.Duplicate || res.Message.ID == 0 || len(res.Turns) != 0 || len(done.Outbox) != 1 || done.Outbox[0].Text != "fine" {
 		t.Fatalf("AppendAnswered = %+v, %+v", res, done)
 	}
 	if !slices.Equal(calls, []string{"inbound", "completion"}) {
@@ -136,19 +151,9 @@ func TestAppendAnsweredRefusesAStaleAnswer(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "sb.db"))
 	key := inbound("", "").Turns[0].Session
-	first, err := s.AppendInbound(ctx, inbound("1", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.LoadTurn(ctx, first.Turns[0].ID, 20); err != nil {
-		t.Fatal(err)
-	}
-	sid := first.Turns[0].SessionID
-	c := answer(sid, "hi Ann")
-	c.Turn = first.Turns[0]
-	if _, err := s.CompleteTurn(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	first := hello(t, s)
+	sid := first.SessionID
+	hiAnn(t, s, first)
 	// Two answers made on one look: the first is stored, and its
 	// exchange makes the second stale.
 	_, latest, ok := s.PeekSession(key, 20)
@@ -158,7 +163,7 @@ func TestAppendAnsweredRefusesAStaleAnswer(t *testing.T) {
 	if _, _, err := s.AppendAnswered(ctx, inbound("2", "how are you"), answer(sid, "fine"), latest); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = s.AppendAnswered(ctx, inbound("3", "and you?"), answer(sid, "me too"), latest)
+	_, _, err := s.AppendAnswered(ctx, inbound("3", "and you?"), answer(sid, "me too"), latest)
 	if !errors.Is(err, gateway.ErrStale) {
 		t.Fatalf("AppendAnswered on a stale look: %v, want ErrStale", err)
 	}
@@ -182,21 +187,11 @@ func TestPeekSessionWaitsForPendingTurns(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "sb.db"))
 	key := inbound("", "").Turns[0].Session
-	first, err := s.AppendInbound(ctx, inbound("1", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.LoadTurn(ctx, first.Turns[0].ID, 20); err != nil {
-		t.Fatal(err)
-	}
+	first := hello(t, s)
 	if _, _, ok := s.PeekSession(key, 20); ok {
 		t.Fatal("PeekSession with the session's turn pending")
 	}
-	c := answer(first.Turns[0].SessionID, "hi Ann")
-	c.Turn = first.Turns[0]
-	if _, err := s.CompleteTurn(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	hiAnn(t, s, first)
 	_, latest, ok := s.PeekSession(key, 20)
 	if !ok {
 		t.Fatal("PeekSession refused once the turn was done")
@@ -206,7 +201,7 @@ func TestPeekSessionWaitsForPendingTurns(t *testing.T) {
 	if _, err := s.AppendInbound(ctx, inbound("2", "are you there")); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = s.AppendAnswered(ctx, inbound("3", "hello?"), answer(first.Turns[0].SessionID, "yes"), latest)
+	_, _, err := s.AppendAnswered(ctx, inbound("3", "hello?"), answer(first.SessionID, "yes"), latest)
 	if !errors.Is(err, gateway.ErrStale) {
 		t.Fatalf("AppendAnswered with a turn pending: %v, want ErrStale", err)
 	}

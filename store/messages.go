@@ -179,7 +179,8 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 
 // appendInbound is AppendInbound inside tx. With doneAt set, its turns
 // are stored already done at doneAt (AppendAnswered completes them in
-// the same transaction), so none of them is pending at any moment.
+// the same transaction), so none of them is pending at any moment, and
+// the result its callback gets names none (there is nothing to queue).
 func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound, res *gateway.InboundResult, doneAt int64) error {
 	ev := in.Event
 	at := micros(ev.Time)
@@ -251,24 +252,25 @@ func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound,
 			ref.After = res.Turns[n-1].ID
 			after = ref.After
 		}
+		status, done := "pending", any(nil)
 		if doneAt != 0 {
-			if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at, status, done_at)
-					VALUES (?, ?, ?, ?, ?, 'done', ?)`, sid, m.ID, t.Text, after, at, doneAt); err != nil {
-				return err
-			}
-			res.Turns = append(res.Turns, ref)
-			continue
+			status, done = "done", doneAt
 		}
-		if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
-				VALUES (?, ?, ?, ?, ?)`, sid, m.ID, t.Text, after, at); err != nil {
+		if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, after_turn, created_at, status, done_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, sid, m.ID, t.Text, after, at, status, done); err != nil {
 			return err
 		}
 		res.Turns = append(res.Turns, ref)
-		cached := cachedTurn{ref: ref, message: m, text: t.Text}
-		tx.onStored(func() { s.recent.addTurn(cached) })
+		if doneAt == 0 {
+			cached := cachedTurn{ref: ref, message: m, text: t.Text}
+			tx.onStored(func() { s.recent.addTurn(cached) })
+		}
 	}
 	if in.OnStored != nil {
 		stored := *res
+		if doneAt != 0 {
+			stored.Turns = nil
+		}
 		tx.onStored(func() { in.OnStored(stored) })
 	}
 	return nil

@@ -199,6 +199,7 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 		}
 		c := c
 		c.Turn = res.Turns[0]
+		res.Turns = nil // done: nothing to queue
 		return s.completeTurn(ctx, tx, c, &out, now, true)
 	})
 	switch {
@@ -233,12 +234,10 @@ func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion
 			return notFound(tx.QueryRowContext(ctx, `SELECT status FROM turns WHERE id = ?`, c.Turn.ID).Scan(&status))
 		}
 	}
-	if c.Turn.ID != 0 {
-		if len(c.Artifacts) > 0 {
-			// Artifacts belong to the turn's delegation too.
-			if err := tx.QueryRowContext(ctx, `SELECT delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&delegation); err != nil {
-				return err
-			}
+	if c.Turn.ID != 0 && len(c.Artifacts) > 0 {
+		// Artifacts belong to the turn's delegation too.
+		if err := tx.QueryRowContext(ctx, `SELECT delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&delegation); err != nil {
+			return err
 		}
 	}
 	// Hand-offs first, so the posts that mention them can carry their
