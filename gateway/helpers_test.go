@@ -87,6 +87,9 @@ type harness struct {
 	wrap func(gateway.Store) gateway.Store
 	gw   *gateway.Gateway
 	plat *recorder
+	// platform, when set, is the platform the gateway gets in place of
+	// plat (a wrapper of it).
+	platform gateway.Platform
 }
 
 func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
@@ -120,7 +123,11 @@ func (h *harness) open(bots ...*gateway.Bot) {
 	}
 	h.gw = gateway.New(gateway.Options{Store: gs, Logger: logger})
 	h.gw.SetRoster(gateway.NewRoster(bots))
-	h.gw.AddPlatform(h.plat)
+	if h.platform != nil {
+		h.gw.AddPlatform(h.platform)
+	} else {
+		h.gw.AddPlatform(h.plat)
+	}
 	if err := h.gw.Start(context.Background()); err != nil {
 		h.t.Fatal(err)
 	}

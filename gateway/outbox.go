@@ -85,10 +85,73 @@ func (o *outbox) enqueue(m Outbound) {
 	}
 	l.items = append(l.items, m)
 	start := o.startLocked(l)
+	first := start && len(l.items) == 1
 	o.mu.Unlock()
-	if start {
-		o.spawn(func() { o.work(key, l) })
+	if !start {
+		return
 	}
+	if first {
+		if p, ok := o.asyncSender(m); ok {
+			o.sendAsync(p, key, l, m)
+			return
+		}
+	}
+	o.spawn(func() { o.work(key, l) })
+}
+
+// asyncSender is m's platform as an AsyncSender, if it is one and m goes
+// out whole in one try: a first attempt, in one part.
+func (o *outbox) asyncSender(m Outbound) (AsyncSender, bool) {
+	if m.Attempt > 0 || m.PartsSent > 0 {
+		return nil, false
+	}
+	p, ok := o.platform(m.Platform)
+	if !ok {
+		return nil, false
+	}
+	as, ok := p.(AsyncSender)
+	if !ok {
+		return nil, false
+	}
+	if l, ok := p.(MessageLimiter); ok && len(SplitText(m.Text, l.MaxMessageLength())) > 1 {
+		return nil, false
+	}
+	return as, true
+}
+
+// sendAsync hands m, the first entry of lane l, which startLocked marked
+// running, to its platform without a worker. When it has gone out the
+// lane moves on (a worker takes what was queued behind it meanwhile); if
+// it has not, the lane's worker tries it again the usual way (Send, with
+// retries, parking and failing as in deliver), so an error here loses
+// nothing.
+func (o *outbox) sendAsync(p AsyncSender, key laneKey, l *lane, m Outbound) {
+	p.SendAsync(m, func(err error) {
+		if err != nil {
+			o.spawn(func() { o.work(key, l) })
+			return
+		}
+		o.obs.EventOut(m.Platform)
+		// A mark without a platform ID is a lazy write: it does not wait.
+		if err := o.store.MarkSent(context.WithoutCancel(o.ctx), m.OutboxID, ""); err != nil {
+			with(o.log, "outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot).Error("mark sent", "err", err)
+		}
+		o.mu.Lock()
+		l.items = l.items[1:]
+		if len(l.items) > 0 && o.ctx.Err() == nil {
+			o.mu.Unlock()
+			o.spawn(func() { o.work(key, l) })
+			return
+		}
+		// As work does when its lane runs dry.
+		if len(l.items) == 0 {
+			delete(o.lanes, key)
+		}
+		l.running = false
+		o.running--
+		o.mu.Unlock()
+		o.wg.Done()
+	})
 }
 
 // wake resumes the parked lanes of the given chats.

@@ -25,6 +25,23 @@ type Platform interface {
 	Send(ctx context.Context, msg Outbound) (string, error)
 }
 
+// AsyncSender is implemented by platforms that know messages by their
+// Switchboard IDs (Send returns "" for them, as the web's does) and can
+// take one without waiting for it to go out. SendAsync must not block: it
+// queues msg and calls done exactly once, on any goroutine and possibly
+// before it returns, with the error Send would have returned (nil once
+// the message has left the process). done must not block either. Messages
+// to one chat must go out in the order SendAsync was called.
+//
+// The outbox uses it for the first entry of an idle chat, which is how a
+// reply stored by a commit reaches the platform from that commit's
+// callback, beside the message's ack, instead of through a worker of its
+// own. Anything else (a retry, the entries queued behind it) goes through
+// Send.
+type AsyncSender interface {
+	SendAsync(msg Outbound, done func(error))
+}
+
 // Typer is implemented by platforms that can show that a bot is working on
 // a reply. The gateway calls Typing when a brain turn for the chat starts
 // and every four seconds until it ends.

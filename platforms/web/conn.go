@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +33,10 @@ type conn struct {
 	a    *Adapter
 	host gateway.Host
 	ws   *websocket.Conn
+	// sock is the socket under ws, which the write loop holds while it
+	// writes the frames that are waiting (nil in tests that build a conn
+	// by hand: each frame then goes out on its own).
+	sock *heldConn
 	v    visitor
 	out  chan outFrame
 	done chan struct{}
@@ -43,11 +48,16 @@ type conn struct {
 	bucket tokenBucket
 	// frame holds the frame being read, reused by readLoop.
 	frame bytes.Buffer
+	// batch holds the frames of one flush, reused by writeLoop.
+	batch []outFrame
 }
 
-func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, v visitor) *conn {
+// maxBatch is the most frames the write loop sends in one flush.
+const maxBatch = 32
+
+func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, sock *heldConn, v visitor) *conn {
 	return &conn{
-		a: a, host: host, ws: ws, v: v,
+		a: a, host: host, ws: ws, sock: sock, v: v,
 		out:    make(chan outFrame, sendBuffer),
 		done:   make(chan struct{}),
 		rooms:  make(map[string]struct{}),
@@ -56,10 +66,10 @@ func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, v visitor) *conn
 }
 
 // outFrame is a frame waiting for the write loop; done, when set, learns
-// whether it was written.
+// whether it was written (see sendThen).
 type outFrame struct {
 	v    any
-	done chan error
+	done func(error)
 }
 
 // errConnClosed is the fate of frames a closed connection did not write.
@@ -92,25 +102,38 @@ func (c *conn) enqueue(f outFrame) bool {
 // socket, so a message the outbox records as delivered has left the
 // process (the kernel still delivers it if the gateway dies right after).
 func (c *conn) sendWritten(ctx context.Context, f any) error {
-	item := outFrame{v: f, done: make(chan error, 1)}
-	if !c.enqueue(item) {
-		return errConnClosed
-	}
+	written := make(chan error, 1)
+	c.sendThen(f, func(err error) { written <- err })
 	select {
-	case err := <-item.done:
+	case err := <-written:
 		return err
-	case <-c.done:
-		// Closed: the frame was written only if the loop said so already.
-		// Counting an unsure frame as unwritten can only cause a resend,
-		// which the client drops by message ID.
-		select {
-		case err := <-item.done:
-			return err
-		default:
-			return errConnClosed
-		}
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// sendThen queues a frame and calls done exactly once, without blocking
+// the caller: with nil once the frame has been written to the socket, or
+// with an error if it was not, or may not have been. Counting an unsure
+// frame as unwritten can only cause a resend, which the client drops by
+// message ID.
+func (c *conn) sendThen(f any, done func(error)) {
+	var once atomic.Bool
+	report := func(err error) {
+		if once.CompareAndSwap(false, true) {
+			done(err)
+		}
+	}
+	if !c.enqueue(outFrame{v: f, done: report}) {
+		report(errConnClosed)
+		return
+	}
+	// Queued as the connection closed, the frame may never be taken:
+	// failPending drains only what was queued before it ran.
+	select {
+	case <-c.done:
+		report(errConnClosed)
+	default:
 	}
 }
 
@@ -152,12 +175,7 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		case f := <-c.out:
-			c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-			err := c.ws.WriteJSON(f.v)
-			if f.done != nil {
-				f.done <- err
-			}
-			if err != nil {
+			if err := c.writeBatch(f); err != nil {
 				c.close(websocket.CloseAbnormalClosure, "")
 				return
 			}
@@ -170,6 +188,45 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// writeBatch writes f and the frames queued behind it, up to maxBatch, in
+// one system call, then tells their senders.
+func (c *conn) writeBatch(f outFrame) error {
+	c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+	if c.sock == nil {
+		err := c.ws.WriteJSON(f.v)
+		if f.done != nil {
+			f.done(err)
+		}
+		return err
+	}
+	c.sock.hold()
+	batch := append(c.batch[:0], f)
+	err := c.ws.WriteJSON(f.v)
+	for err == nil && len(batch) < maxBatch {
+		var more bool
+		select {
+		case f, more = <-c.out:
+		default:
+		}
+		if !more {
+			break
+		}
+		batch = append(batch, f)
+		err = c.ws.WriteJSON(f.v)
+	}
+	if ferr := c.sock.flush(); err == nil {
+		err = ferr
+	}
+	for i, f := range batch {
+		if f.done != nil {
+			f.done(err)
+		}
+		batch[i] = outFrame{}
+	}
+	c.batch = batch[:0]
+	return err
+}
+
 // failPending tells waiting senders that their frames were not written.
 // No frame is queued after done is closed, except by a sender that raced
 // the close; such a sender also sees done and gives up on its own.
@@ -178,7 +235,7 @@ func (c *conn) failPending() {
 		select {
 		case f := <-c.out:
 			if f.done != nil {
-				f.done <- errConnClosed
+				f.done(errConnClosed)
 			}
 		default:
 			return

@@ -65,6 +65,7 @@ type hostRef struct{ gateway.Host }
 var (
 	_ gateway.Platform          = (*Adapter)(nil)
 	_ gateway.Typer             = (*Adapter)(nil)
+	_ gateway.AsyncSender       = (*Adapter)(nil)
 	_ gateway.PrivateChatter    = (*Adapter)(nil)
 	_ gateway.DelegationWatcher = (*Adapter)(nil)
 	_ gateway.ParkLimiter       = (*Adapter)(nil)
@@ -177,11 +178,12 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
 		return
 	}
-	ws, err := a.upgrader.Upgrade(w, r, nil)
+	hj := &hijacker{ResponseWriter: w}
+	ws, err := a.upgrader.Upgrade(hj, r, nil)
 	if err != nil {
 		return // the upgrader has answered the request
 	}
-	c := newConn(a, ref.Host, ws, v)
+	c := newConn(a, ref.Host, ws, hj.conn, v)
 	if !a.register(c) {
 		c.close(websocket.CloseGoingAway, "server shutting down")
 		return
@@ -272,12 +274,46 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) 
 			sent++
 		}
 	}
-	if sent == 0 && !group {
-		return "", gateway.ErrUnreachable
-	}
 	// The widget knows messages by their Switchboard IDs: there is no
 	// other ID to record.
-	return "", nil
+	return "", sendOutcome(sent, group)
+}
+
+// SendAsync implements gateway.AsyncSender: Send without the wait. done
+// learns the outcome Send would have returned once every recipient's
+// write loop has written the message or given up.
+func (a *Adapter) SendAsync(m gateway.Outbound, done func(error)) {
+	group := m.ChatType == gateway.ChatGroup
+	conns := a.recipients(m.ChatID, group)
+	if len(conns) == 0 {
+		done(sendOutcome(0, group))
+		return
+	}
+	f := messageFrame{
+		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
+		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+	}
+	var left, sent atomic.Int32
+	left.Store(int32(len(conns)))
+	for _, c := range conns {
+		c.sendThen(f, func(err error) {
+			if err == nil {
+				sent.Add(1)
+			}
+			if left.Add(-1) == 0 {
+				done(sendOutcome(int(sent.Load()), group))
+			}
+		})
+	}
+}
+
+// sendOutcome is Send's error after a message reached sent connections:
+// a private message that reached none is ErrUnreachable.
+func sendOutcome(sent int, group bool) error {
+	if sent == 0 && !group {
+		return gateway.ErrUnreachable
+	}
+	return nil
 }
 
 // PrivateChat implements gateway.PrivateChatter: a web visitor's chat with
