@@ -88,16 +88,23 @@ func (c *Counter) write(w io.Writer, name string) {
 // Gauge reports a value read when metrics are written.
 type Gauge struct {
 	help string
+	kind string // "gauge", or "counter" for a counter kept elsewhere
 	read func() float64
 }
 
 // NewGaugeFunc registers a gauge whose value read returns.
 func (r *Registry) NewGaugeFunc(name, help string, read func() float64) {
-	r.add(name, &Gauge{help: help, read: read})
+	r.add(name, &Gauge{help: help, kind: "gauge", read: read})
+}
+
+// NewCounterFunc registers a counter kept elsewhere, whose value read
+// returns; read must never return less than it did before.
+func (r *Registry) NewCounterFunc(name, help string, read func() float64) {
+	r.add(name, &Gauge{help: help, kind: "counter", read: read})
 }
 
 func (g *Gauge) write(w io.Writer, name string) {
-	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", name, g.help, name, name, num(g.read()))
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", name, g.help, name, g.kind, name, num(g.read()))
 }
 
 // Histogram counts observations into buckets per label set.

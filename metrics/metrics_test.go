@@ -12,6 +12,7 @@ func TestWrite(t *testing.T) {
 	c.Add(2, "telegram")
 	c.Inc("we\"b")
 	r.NewGaugeFunc("depth", "Depth.", func() float64 { return 3 })
+	r.NewCounterFunc("kept_total", "Kept elsewhere.", func() float64 { return 1.5 })
 	h := r.NewHistogram("brain_seconds", "Brain time.", []float64{0.1, 1}, "bot", "kind")
 	h.Observe(0.05, "matty", "script")
 	h.Observe(0.5, "matty", "script")
@@ -24,6 +25,7 @@ func TestWrite(t *testing.T) {
 		`events_total{platform="web"} 1`,
 		`events_total{platform="we\"b"} 1`,
 		"# TYPE depth gauge\ndepth 3",
+		"# TYPE kept_total counter\nkept_total 1.5",
 		`brain_seconds_bucket{bot="matty",kind="script",le="0.1"} 1`,
 		`brain_seconds_bucket{bot="matty",kind="script",le="1"} 2`,
 		`brain_seconds_bucket{bot="matty",kind="script",le="+Inf"} 2`,

@@ -42,6 +42,8 @@ type SQLite struct {
 	// ck is the checkpointer's connection; commits counts commits for it.
 	ck      *sql.DB
 	commits atomic.Int64
+	// stats counts the committer's work (WriterStats).
+	stats struct{ batches, writes, busy atomic.Int64 }
 	// finishCheckpoint asks the committer to finish the checkpointer's
 	// last checkpoint, once the WAL holds restartFrames (see checkpoint).
 	finishCheckpoint atomic.Bool
@@ -509,12 +511,37 @@ func (s *SQLite) takeLazy(max int) []writeReq {
 	return lazy[:max]
 }
 
+// WriterStats is what the committer, the store's one writer, has done
+// since the store opened. Busy over elapsed time is how close the writer
+// is to its limit: writes queue once it nears one.
+type WriterStats struct {
+	// Batches counts transactions; Writes the writes they held.
+	Batches, Writes int64
+	// Busy is the time spent running them, their callbacks included.
+	Busy time.Duration
+}
+
+// WriterStats returns the committer's counts so far.
+func (s *SQLite) WriterStats() WriterStats {
+	return WriterStats{
+		Batches: s.stats.batches.Load(),
+		Writes:  s.stats.writes.Load(),
+		Busy:    time.Duration(s.stats.busy.Load()),
+	}
+}
+
 // runBatch commits a batch of writes in one transaction. The batch is run
 // optimistically, without a savepoint per write (a savepoint costs two
 // statements per write); if any write fails, the transaction is rolled
 // back and every write is run again in its own transaction, so a failure
 // is its write's alone. A write therefore runs at most twice.
 func (s *SQLite) runBatch(batch []writeReq) {
+	start := time.Now()
+	defer func() {
+		s.stats.batches.Add(1)
+		s.stats.writes.Add(int64(len(batch)))
+		s.stats.busy.Add(int64(time.Since(start)))
+	}()
 	if len(batch) > 1 {
 		if errs, hooks, ok := s.tryBatch(batch); ok {
 			s.finish(batch, errs, hooks)

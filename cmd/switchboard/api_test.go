@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -200,9 +201,29 @@ func TestMetrics(t *testing.T) {
 		"switchboard_session_queue_depth 0",
 		"# TYPE switchboard_delegations_total counter",
 		"# TYPE switchboard_outbox_retries_total counter",
+		"# TYPE switchboard_store_writer_busy_seconds_total counter",
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
+	}
+	// The message and its answer were written: the writer has run at
+	// least one batch of at least one write, for some time.
+	value := func(name string) float64 {
+		for line := range strings.Lines(string(body)) {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				return f
+			}
+		}
+		t.Fatalf("metrics lack %s:\n%s", name, body)
+		return 0
+	}
+	batches, writes := value("switchboard_store_write_batches_total"), value("switchboard_store_writes_total")
+	if batches < 1 || writes < batches || value("switchboard_store_writer_busy_seconds_total") <= 0 {
+		t.Errorf("writer counts: %v batches, %v writes:\n%s", batches, writes, body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/metrics"
+	"github.com/switchboard-chat/switchboard/store"
 )
 
 // observer turns gateway events into the Prometheus metrics of SPEC §8.
@@ -42,6 +43,17 @@ func (o *observer) BrainTurn(bot, kind string, d time.Duration) {
 // gauge adds the session queue depth, read from the gateway.
 func (o *observer) gauge(gw *gateway.Gateway) {
 	o.reg.NewGaugeFunc("switchboard_session_queue_depth", "Turns queued or running.", func() float64 { return float64(gw.QueueDepth()) })
+}
+
+// writer adds the store's writer counts (store.WriterStats): how busy its
+// one writer is, which is the store's limit under load.
+func (o *observer) writer(stats func() store.WriterStats) {
+	o.reg.NewCounterFunc("switchboard_store_write_batches_total", "Transactions the store's writer has run (each a batch of writes).",
+		func() float64 { return float64(stats().Batches) })
+	o.reg.NewCounterFunc("switchboard_store_writes_total", "Writes the store's writer has run.",
+		func() float64 { return float64(stats().Writes) })
+	o.reg.NewCounterFunc("switchboard_store_writer_busy_seconds_total", "Time the store's writer has spent running batches; its rate is the writer's utilisation.",
+		func() float64 { return stats().Busy.Seconds() })
 }
 
 // ServeHTTP serves /metrics.

@@ -96,6 +96,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.obs = newObserver()
 	m.gw = gateway.New(gateway.Options{Store: m.store, Logger: m.Logger, Observer: m.obs})
 	m.obs.gauge(m.gw)
+	m.obs.writer(m.store.WriterStats)
 	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.

@@ -41,10 +41,28 @@ func TestBenchQuick(t *testing.T) {
 			t.Errorf("no %q row in:\n%s", figure, out)
 		}
 	}
+	for _, note := range []string{
+		"over the gateway's closed loop the machine's CPUs were",
+		"the store's writer was busy",
+	} {
+		if !strings.Contains(out, note) {
+			t.Errorf("no note %q in:\n%s", note, out)
+		}
+	}
 	if strings.Contains(out, "ERR") {
 		t.Errorf("a figure failed:\n%s", out)
 	}
 	t.Logf("\n%s", out)
+}
+
+func TestSplit(t *testing.T) {
+	p := phaseUsage{busy: 9 * time.Second, idle: time.Second, server: 6 * time.Second, client: 2 * time.Second}
+	if got, want := p.split("gateway"), "90% busy: gateway 60%, load client 20%, the rest 10%"; got != want {
+		t.Errorf("split = %q, want %q", got, want)
+	}
+	if got := (phaseUsage{}).split("echo"); got != "no CPU reading" {
+		t.Errorf("empty split = %q", got)
+	}
 }
 
 func TestQuantile(t *testing.T) {

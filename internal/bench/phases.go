@@ -21,10 +21,10 @@ const (
 )
 
 // loadFigures are the closed- and open-loop results against one server,
-// and the server's CPU time during the closed loop.
+// and what each used.
 type loadFigures struct {
-	closed, open loadResult
-	closedCPU    time.Duration
+	closed, open       loadResult
+	closedUse, openUse phaseUsage
 	// settle is how long the server took to go idle between the phases.
 	settle time.Duration
 }
@@ -37,16 +37,16 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFig
 	if err != nil {
 		return f, err
 	}
-	cpu0, err := s.cpuTime()
+	u0, err := readUsage(s)
 	if err != nil {
 		return f, err
 	}
 	f.closed = closedLoop(conns, "mattyatlas", b.opts.duration)
-	cpu1, err := s.cpuTime()
+	u1, err := readUsage(s)
 	if err != nil {
 		return f, err
 	}
-	f.closedCPU = cpu1 - cpu0
+	f.closedUse = u1.since(u0)
 	closeAll(conns)
 	if f.settle, err = s.waitIdle(10 * time.Second); err != nil {
 		return f, err
@@ -57,7 +57,14 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFig
 	if err != nil {
 		return f, err
 	}
+	if u0, err = readUsage(s); err != nil {
+		return f, err
+	}
 	f.open = openLoop(conns, "mattyatlas", b.opts.rate, b.opts.duration)
+	if u1, err = readUsage(s); err != nil {
+		return f, err
+	}
+	f.openUse = u1.since(u0)
 	closeAll(conns)
 	return f, nil
 }
@@ -152,8 +159,17 @@ func (b *bench) webLoad(ctx context.Context) error {
 	}{{"echo", &e}, {"gateway", &g}} {
 		if n := x.f.closed.answers; n > 0 {
 			b.note("throughput: the %s process used %.1f CPU-seconds in the closed loop, %.0f µs per answered message (%s answers, warm-up included).",
-				x.who, x.f.closedCPU.Seconds(), float64(x.f.closedCPU.Microseconds())/float64(n), thousands(int64(n)))
+				x.who, x.f.closedUse.server.Seconds(), float64(x.f.closedUse.server.Microseconds())/float64(n), thousands(int64(n)))
 		}
+		b.note("throughput: over the %s's closed loop the machine's CPUs were %s.", x.who, x.f.closedUse.split(x.who))
+	}
+	if w, n := g.closedUse.writer, g.closed.answers; n > 0 && w.batches > 0 {
+		b.note("throughput: the store's writer was busy %.0f%% of the gateway's closed loop: %s transactions of %.0f writes on average, %.1f writes per answered message.",
+			100*w.busy.Seconds()/g.closedUse.wall.Seconds(), thousands(int64(w.batches)), w.writes/w.batches, w.writes/float64(n))
+	}
+	if w := g.openUse.writer; w.batches > 0 {
+		b.note("fixed load: the store's writer was busy %.0f%% of the gateway's open loop: %s transactions of %.1f writes on average; the machine's CPUs were %s.",
+			100*w.busy.Seconds()/g.openUse.wall.Seconds(), thousands(int64(w.batches)), w.writes/w.batches, g.openUse.split("gateway"))
 	}
 	if et >= 0.9*ceiling {
 		b.note("throughput: the echo figure is at the client ceiling, so it understates the echo server; rerun with more -conns.")

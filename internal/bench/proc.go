@@ -117,6 +117,8 @@ type server struct {
 	ready   time.Duration
 	// waitCh receives cmd.Wait's result once the child exits.
 	waitCh chan error
+	// metrics says the server serves the gateway's /metrics.
+	metrics bool
 }
 
 // startGateway writes a fresh config dir under parent and starts the
@@ -138,7 +140,12 @@ func startGateway(ctx context.Context, bin, parent string) (*server, error) {
 	}
 	cmd := exec.Command(bin, "serve", "--config", dir)
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=bench")
-	return startServer(ctx, "gateway", cmd, addr, filepath.Join(dir, "serve.log"))
+	s, err := startServer(ctx, "gateway", cmd, addr, filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = true
+	return s, nil
 }
 
 // startEcho starts this program again as a bare gorilla/websocket echo

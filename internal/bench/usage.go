@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// usage is a reading of who used the machine's CPUs, taken before and
+// after a phase; the difference says where a closed loop's CPU went.
+type usage struct {
+	at time.Time
+	// busy and idle are the machine's CPU time (all CPUs, from
+	// /proc/stat); server the server process's; client this process's.
+	busy, idle, server, client time.Duration
+	// writer is the gateway's store writer (zero for the echo server).
+	writer writerStats
+}
+
+// writerStats are the gateway's store writer counters (/metrics).
+type writerStats struct {
+	batches, writes float64
+	busy            time.Duration
+}
+
+// readUsage reads the machine, s and this process.
+func readUsage(s *server) (usage, error) {
+	u := usage{at: time.Now()}
+	var err error
+	if u.busy, u.idle, err = machineCPU(); err != nil {
+		return u, err
+	}
+	if u.server, err = s.cpuTime(); err != nil {
+		return u, err
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return u, err
+	}
+	u.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if s.metrics {
+		if u.writer, err = s.writerStats(); err != nil {
+			return u, err
+		}
+	}
+	return u, nil
+}
+
+// phaseUsage is what a phase used: the difference of two readings.
+type phaseUsage struct {
+	wall                       time.Duration
+	busy, idle, server, client time.Duration
+	writer                     writerStats
+}
+
+func (u usage) since(before usage) phaseUsage {
+	return phaseUsage{
+		wall: u.at.Sub(before.at),
+		busy: u.busy - before.busy, idle: u.idle - before.idle,
+		server: u.server - before.server, client: u.client - before.client,
+		writer: writerStats{
+			batches: u.writer.batches - before.writer.batches,
+			writes:  u.writer.writes - before.writer.writes,
+			busy:    u.writer.busy - before.writer.busy,
+		},
+	}
+}
+
+// split says how the machine's CPUs were used, as shares of what they
+// could have done: "96% busy: gateway 74%, load client 21%, the rest 1%".
+func (p phaseUsage) split(who string) string {
+	total := p.busy + p.idle
+	if total <= 0 {
+		return "no CPU reading"
+	}
+	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(total) }
+	rest := max(p.busy-p.server-p.client, 0)
+	return fmt.Sprintf("%.0f%% busy: %s %.0f%%, load client %.0f%%, the rest %.0f%%",
+		pct(p.busy), who, pct(p.server), pct(p.client), pct(rest))
+}
+
+// machineCPU returns the time all CPUs spent busy and idle since boot.
+func machineCPU() (busy, idle time.Duration, err error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return 0, 0, fmt.Errorf("/proc/stat: empty")
+	}
+	fields := strings.Fields(sc.Text())
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", sc.Text())
+	}
+	// user nice system idle iowait irq softirq steal (guest time is
+	// already in user).
+	var ticks [8]int64
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseInt(fields[i+1], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+	}
+	const tick = time.Second / 100
+	busyTicks := ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+	return time.Duration(busyTicks) * tick, time.Duration(ticks[3]+ticks[4]) * tick, nil
+}
+
+// writerStats reads the gateway's store writer counters from /metrics.
+func (s *server) writerStats() (writerStats, error) {
+	resp, err := http.Get("http://" + s.addr + "/metrics")
+	if err != nil {
+		return writerStats{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return writerStats{}, fmt.Errorf("/metrics: %s", resp.Status)
+	}
+	var w writerStats
+	found := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "switchboard_store_write_batches_total":
+			w.batches, found = v, found+1
+		case "switchboard_store_writes_total":
+			w.writes, found = v, found+1
+		case "switchboard_store_writer_busy_seconds_total":
+			w.busy, found = time.Duration(v*float64(time.Second)), found+1
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return writerStats{}, err
+	}
+	if found != 3 {
+		return writerStats{}, fmt.Errorf("/metrics: %d of the 3 store writer counters", found)
+	}
+	return w, nil
+}
