@@ -126,7 +126,7 @@ func (o *outbox) asyncSender(m Outbound) (AsyncSender, bool) {
 // retries, parking and failing as in deliver), so an error here loses
 // nothing.
 func (o *outbox) sendAsync(p AsyncSender, key laneKey, l *lane, m Outbound) {
-	p.SendAsync(m, func(err error) {
+	p.SendAsync(o.ctx, m, func(err error) {
 		if err != nil {
 			o.spawn(func() { o.work(key, l) })
 			return

@@ -14,7 +14,8 @@ import (
 // asyncRecorder is a recorder that also takes messages without waiting
 // (gateway.AsyncSender), as the web does: done learns what Send returned,
 // after hold on a goroutine of its own, or at once, inside SendAsync,
-// when inline is set.
+// when inline is set. Like the web, it knows messages by their
+// Switchboard IDs: Send returns no platform ID.
 type asyncRecorder struct {
 	*recorder
 	hold   time.Duration
@@ -22,7 +23,12 @@ type asyncRecorder struct {
 	calls  atomic.Int32
 }
 
-func (a *asyncRecorder) SendAsync(m gateway.Outbound, done func(error)) {
+func (a *asyncRecorder) Send(ctx context.Context, m gateway.Outbound) (string, error) {
+	_, err := a.recorder.Send(ctx, m)
+	return "", err
+}
+
+func (a *asyncRecorder) SendAsync(_ context.Context, m gateway.Outbound, done func(error)) {
 	a.calls.Add(1)
 	send := func() {
 		_, err := a.Send(context.Background(), m)
@@ -109,7 +115,9 @@ func TestAsyncSenderFailure(t *testing.T) {
 		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
 			a := &asyncRecorder{recorder: newRecorder("web"), inline: inline}
 			var online atomic.Bool
+			var tries atomic.Int32
 			a.fail = func(gateway.Outbound) error {
+				tries.Add(1)
 				if !online.Load() {
 					return gateway.ErrUnreachable
 				}
@@ -117,9 +125,18 @@ func TestAsyncSenderFailure(t *testing.T) {
 			}
 			h := newAsyncHarness(t, a, bot("matty", echo))
 			h.deliver(private("web-ann", "matty", "m1", "are you there"))
-			time.Sleep(100 * time.Millisecond)
-			if a.calls.Load() != 1 {
-				t.Fatalf("SendAsync called %d times, want 1", a.calls.Load())
+			// The hand-over failed, then the lane's worker tried with Send
+			// and parked the reply.
+			deadline := time.Now().Add(10 * time.Second)
+			for tries.Load() < 2 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d tries; want the hand-over and the worker's", tries.Load())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond) // no third try: it is parked
+			if a.calls.Load() != 1 || tries.Load() != 2 {
+				t.Fatalf("SendAsync called %d times, %d tries; want 1 and 2", a.calls.Load(), tries.Load())
 			}
 			if n := len(h.plat.all()); n != 0 {
 				t.Fatalf("sent %d while unreachable", n)
@@ -135,4 +152,47 @@ func TestAsyncSenderFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stuckRecorder takes messages without waiting and never sends them: its
+// done hears only of the outbox's context ending, as the web's does when
+// a recipient's socket is stalled at shutdown.
+type stuckRecorder struct {
+	*recorder
+	calls atomic.Int32
+}
+
+func (s *stuckRecorder) SendAsync(ctx context.Context, _ gateway.Outbound, done func(error)) {
+	s.calls.Add(1)
+	context.AfterFunc(ctx, func() { done(ctx.Err()) })
+}
+
+// TestAsyncSenderStuckAtClose checks that a reply handed over without
+// waiting does not hold up the gateway's shutdown, and is not lost: it
+// stays pending, and the next start delivers it.
+func TestAsyncSenderStuckAtClose(t *testing.T) {
+	s := &stuckRecorder{recorder: newRecorder("web")}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: s.recorder, platform: s}
+	h.open(bot("matty", echo))
+	h.deliver(private("web-ann", "matty", "m1", "are you there"))
+	deadline := time.Now().Add(10 * time.Second)
+	for s.calls.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the reply was never handed over")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The flush gives deliveries under way until its deadline, then
+	// cancels them: the hand-over ends with the outbox's context.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	h.gw.Flush(ctx)
+	cancel()
+	h.close()
+
+	h.platform = nil
+	h.open(bot("matty", echo))
+	if got := h.plat.next(t).Text; got != "matty: are you there" {
+		t.Errorf("after restart: %q", got)
+	}
+	h.waitDelivered()
 }

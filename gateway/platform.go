@@ -30,8 +30,9 @@ type Platform interface {
 // take one without waiting for it to go out. SendAsync must not block: it
 // queues msg and calls done exactly once, on any goroutine and possibly
 // before it returns, with the error Send would have returned (nil once
-// the message has left the process). done must not block either. Messages
-// to one chat must go out in the order SendAsync was called.
+// the message has left the process), or with ctx's error if ctx ends
+// first. done must not block either. Messages to one chat must go out in
+// the order SendAsync was called.
 //
 // The outbox uses it for the first entry of an idle chat, which is how a
 // reply stored by a commit reaches the platform from that commit's
@@ -39,7 +40,7 @@ type Platform interface {
 // own. Anything else (a retry, the entries queued behind it) goes through
 // Send.
 type AsyncSender interface {
-	SendAsync(msg Outbound, done func(error))
+	SendAsync(ctx context.Context, msg Outbound, done func(error))
 }
 
 // Typer is implemented by platforms that can show that a bot is working on

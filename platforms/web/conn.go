@@ -93,7 +93,9 @@ func (c *conn) enqueue(f outFrame) bool {
 		return true
 	default:
 		c.a.log.Warn("slow websocket client disconnected", "platform_id", c.v.platformID)
-		c.close(websocket.CloseTryAgainLater, "too slow")
+		// Not on the caller's goroutine, which may be the store's
+		// committer: the close frame may wait up to a second.
+		go c.close(websocket.CloseTryAgainLater, "too slow")
 		return false
 	}
 }
@@ -103,36 +105,36 @@ func (c *conn) enqueue(f outFrame) bool {
 // process (the kernel still delivers it if the gateway dies right after).
 func (c *conn) sendWritten(ctx context.Context, f any) error {
 	written := make(chan error, 1)
-	c.sendThen(f, func(err error) { written <- err })
-	select {
-	case err := <-written:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	c.sendThen(ctx, f, func(err error) { written <- err })
+	return <-written
 }
 
 // sendThen queues a frame and calls done exactly once, without blocking
 // the caller: with nil once the frame has been written to the socket, or
-// with an error if it was not, or may not have been. Counting an unsure
-// frame as unwritten can only cause a resend, which the client drops by
-// message ID.
-func (c *conn) sendThen(f any, done func(error)) {
+// with an error if it was not, or may not have been, or if ctx ended
+// first. Counting an unsure frame as unwritten can only cause a resend,
+// which the client drops by message ID.
+func (c *conn) sendThen(ctx context.Context, f any, done func(error)) {
 	var once atomic.Bool
 	report := func(err error) {
 		if once.CompareAndSwap(false, true) {
 			done(err)
 		}
 	}
-	if !c.enqueue(outFrame{v: f, done: report}) {
-		report(errConnClosed)
+	stop := context.AfterFunc(ctx, func() { report(ctx.Err()) })
+	finish := func(err error) {
+		stop()
+		report(err)
+	}
+	if !c.enqueue(outFrame{v: f, done: finish}) {
+		finish(errConnClosed)
 		return
 	}
 	// Queued as the connection closed, the frame may never be taken:
 	// failPending drains only what was queued before it ran.
 	select {
 	case <-c.done:
-		report(errConnClosed)
+		finish(errConnClosed)
 	default:
 	}
 }
@@ -191,7 +193,8 @@ func (c *conn) writeLoop() {
 // writeBatch writes f and the frames queued behind it, up to maxBatch, in
 // one system call, then tells their senders.
 func (c *conn) writeBatch(f outFrame) error {
-	c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+	deadline := time.Now().Add(writeWait)
+	c.ws.SetWriteDeadline(deadline)
 	if c.sock == nil {
 		err := c.ws.WriteJSON(f.v)
 		if f.done != nil {
@@ -214,7 +217,7 @@ func (c *conn) writeBatch(f outFrame) error {
 		batch = append(batch, f)
 		err = c.ws.WriteJSON(f.v)
 	}
-	if ferr := c.sock.flush(); err == nil {
+	if ferr := c.sock.flush(deadline); err == nil {
 		err = ferr
 	}
 	for i, f := range batch {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -16,15 +17,21 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// countingConn counts the writes that reach the socket.
+// countingConn counts the writes, and the write deadlines set, that
+// reach the socket.
 type countingConn struct {
 	net.Conn
-	writes atomic.Int32
+	writes, deadlines atomic.Int32
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.writes.Add(1)
 	return c.Conn.Write(p)
+}
+
+func (c *countingConn) SetWriteDeadline(t time.Time) error {
+	c.deadlines.Add(1)
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // TestWriteBatch checks that frames waiting together leave in one write
@@ -71,7 +78,7 @@ func TestWriteBatch(t *testing.T) {
 	var failed atomic.Int32
 	for i := range n {
 		written.Add(1)
-		c.sendThen(ackFrame{Type: "ack", ClientID: string(rune('a' + i)), ID: int64(i)}, func(err error) {
+		c.sendThen(context.Background(), ackFrame{Type: "ack", ClientID: string(rune('a' + i)), ID: int64(i)}, func(err error) {
 			if err != nil {
 				failed.Add(1)
 			}
@@ -100,7 +107,7 @@ func TestWriteBatch(t *testing.T) {
 	c.close(websocket.CloseNormalClosure, "")
 	<-loop
 	got := make(chan error, 1)
-	c.sendThen(ackFrame{Type: "ack"}, func(err error) { got <- err })
+	c.sendThen(context.Background(), ackFrame{Type: "ack"}, func(err error) { got <- err })
 	select {
 	case err := <-got:
 		if !errors.Is(err, errConnClosed) {
@@ -111,33 +118,63 @@ func TestWriteBatch(t *testing.T) {
 	}
 }
 
-// TestHeldConn checks the socket wrapper on its own: writes collect while
-// held and go out in one write at flush, go straight out otherwise, and
-// an unchanged write deadline is not passed on again.
-func TestHeldConn(t *testing.T) {
-	a, b := net.Pipe()
-	defer a.Close()
-	defer b.Close()
-	cc := &countingConn{Conn: a}
-	h := &heldConn{Conn: cc}
-	read := make(chan string, 4)
+// TestSendThenContext checks that a frame's sender hears of it when its
+// context ends before the write loop takes it, and only once.
+func TestSendThenContext(t *testing.T) {
+	c := &conn{out: make(chan outFrame, 1), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	got := make(chan error, 2)
+	c.sendThen(ctx, ackFrame{Type: "ack"}, func(err error) { calls.Add(1); got <- err })
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Errorf("done(%v), want context.Canceled", err)
+	}
+	// The write loop takes it later: its report is not heard.
+	f := <-c.out
+	f.done(nil)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("done called %d times", n)
+	}
+}
+
+// pipeReader collects what arrives at the far end of a net.Pipe.
+func pipeReader(b net.Conn) <-chan string {
+	read := make(chan string, 16)
 	go func() {
-		buf := make([]byte, 64)
+		buf := make([]byte, maxHeld+1024)
 		for {
 			n, err := b.Read(buf)
 			if err != nil {
+				close(read)
 				return
 			}
 			read <- string(buf[:n])
 		}
 	}()
+	return read
+}
+
+// TestHeldConn checks the socket wrapper on its own: writes collect while
+// held and go out in one write at flush, with one deadline set; they go
+// straight out otherwise; too much to hold goes out at once, in order;
+// and closing sends what was collected before the socket closes.
+func TestHeldConn(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	cc := &countingConn{Conn: a}
+	h := &heldConn{Conn: cc}
+	read := pipeReader(b)
+	deadline := time.Now().Add(time.Minute)
+	h.SetWriteDeadline(deadline)
 	h.hold()
 	h.Write([]byte("ack "))
+	h.SetWriteDeadline(deadline)
 	h.Write([]byte("reply"))
-	if cc.writes.Load() != 0 {
+	if cc.writes.Load() != 0 || cc.deadlines.Load() != 0 {
 		t.Fatal("a held write reached the socket")
 	}
-	if err := h.flush(); err != nil {
+	if err := h.flush(deadline); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-read; got != "ack reply" || cc.writes.Load() != 1 {
@@ -147,14 +184,40 @@ func TestHeldConn(t *testing.T) {
 	if got := <-read; got != "ping" || cc.writes.Load() != 2 {
 		t.Errorf("unheld write: %q in %d writes", got, cc.writes.Load())
 	}
-	if err := h.flush(); err != nil || cc.writes.Load() != 2 {
+	if n := cc.deadlines.Load(); n != 1 {
+		t.Errorf("the same deadline was set %d times on the socket, want once", n)
+	}
+	if err := h.flush(deadline); err != nil || cc.writes.Load() != 2 {
 		t.Errorf("empty flush: %v, %d writes", err, cc.writes.Load())
 	}
-	d := time.Now().Add(time.Minute)
-	if err := h.SetWriteDeadline(d); err != nil {
+
+	// Too much to hold: what was collected, then the big write, at once.
+	h.hold()
+	h.Write([]byte("small"))
+	big := strings.Repeat("x", maxHeld)
+	h.Write([]byte(big))
+	if got := <-read; got != "small" {
+		t.Errorf("first out: %q, want the collected frame", got)
+	}
+	var rest strings.Builder
+	for rest.Len() < len(big) {
+		rest.WriteString(<-read)
+	}
+	if rest.String() != big {
+		t.Errorf("the big write arrived as %d bytes", rest.Len())
+	}
+	h.flush(deadline)
+
+	// Closing sends what was collected first.
+	h.hold()
+	h.Write([]byte("close frame"))
+	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.SetWriteDeadline(d); err != nil || !h.deadline.Equal(d) {
-		t.Errorf("deadline: %v %v", err, h.deadline)
+	if got := <-read; got != "close frame" {
+		t.Errorf("before closing: %q", got)
+	}
+	if err := h.flush(deadline); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("flush after close: %v, want net.ErrClosed", err)
 	}
 }

@@ -282,7 +282,7 @@ func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) 
 // SendAsync implements gateway.AsyncSender: Send without the wait. done
 // learns the outcome Send would have returned once every recipient's
 // write loop has written the message or given up.
-func (a *Adapter) SendAsync(m gateway.Outbound, done func(error)) {
+func (a *Adapter) SendAsync(ctx context.Context, m gateway.Outbound, done func(error)) {
 	group := m.ChatType == gateway.ChatGroup
 	conns := a.recipients(m.ChatID, group)
 	if len(conns) == 0 {
@@ -296,7 +296,7 @@ func (a *Adapter) SendAsync(m gateway.Outbound, done func(error)) {
 	var left, sent atomic.Int32
 	left.Store(int32(len(conns)))
 	for _, c := range conns {
-		c.sendThen(f, func(err error) {
+		c.sendThen(ctx, f, func(err error) {
 			if err == nil {
 				sent.Add(1)
 			}
