@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func (r *recorder) all() []gateway.Outbound {
 }
 
 // next waits for the next sent message.
-func (r *recorder) next(t *testing.T) gateway.Outbound {
+func (r *recorder) next(t testing.TB) gateway.Outbound {
 	t.Helper()
 	select {
 	case m := <-r.ch:
@@ -166,4 +167,26 @@ func (h *harness) deliver(ev gateway.Event) gateway.Receipt {
 		h.t.Fatalf("deliver %s: %v", ev.MessageID, err)
 	}
 	return r
+}
+
+// unreachableUntil is a recorder's fail: every recipient is unreachable
+// until online is set.
+func unreachableUntil(online *atomic.Bool) func(gateway.Outbound) error {
+	return func(gateway.Outbound) error {
+		if !online.Load() {
+			return gateway.ErrUnreachable
+		}
+		return nil
+	}
+}
+
+// comeBack sets online, tells the gateway that user's chat with matty is
+// reachable again, and checks that the next reply sent is want.
+func (h *harness) comeBack(online *atomic.Bool, user, want string) {
+	h.t.Helper()
+	online.Store(true)
+	h.gw.Reachable("web", gateway.PrivateChatID(user, "matty"))
+	if got := h.plat.next(h.t).Text; got != want {
+		h.t.Errorf("reply to %s = %q, want %q", user, got, want)
+	}
 }

@@ -116,12 +116,10 @@ func TestAsyncSenderFailure(t *testing.T) {
 			a := &asyncRecorder{recorder: newRecorder("web"), inline: inline}
 			var online atomic.Bool
 			var tries atomic.Int32
-			a.fail = func(gateway.Outbound) error {
+			unreachable := unreachableUntil(&online)
+			a.fail = func(m gateway.Outbound) error {
 				tries.Add(1)
-				if !online.Load() {
-					return gateway.ErrUnreachable
-				}
-				return nil
+				return unreachable(m)
 			}
 			h := newAsyncHarness(t, a, bot("matty", echo))
 			h.deliver(private("web-ann", "matty", "m1", "are you there"))
@@ -141,11 +139,7 @@ func TestAsyncSenderFailure(t *testing.T) {
 			if n := len(h.plat.all()); n != 0 {
 				t.Fatalf("sent %d while unreachable", n)
 			}
-			online.Store(true)
-			h.gw.Reachable("web", gateway.PrivateChatID("web-ann", "matty"))
-			if got := h.plat.next(t).Text; got != "matty: are you there" {
-				t.Errorf("reply = %q", got)
-			}
+			h.comeBack(&online, "web-ann", "matty: are you there")
 			h.waitDelivered()
 			if n := len(h.plat.all()); n != 1 {
 				t.Errorf("sent %d times, want once", n)

@@ -200,22 +200,13 @@ func TestHistoryReachesBrain(t *testing.T) {
 func TestUnreachableReplyWaitsForReconnect(t *testing.T) {
 	h := newHarness(t, bot("matty", echo))
 	var online atomic.Bool
-	h.plat.fail = func(gateway.Outbound) error {
-		if !online.Load() {
-			return gateway.ErrUnreachable
-		}
-		return nil
-	}
+	h.plat.fail = unreachableUntil(&online)
 	h.deliver(private("web-ann", "matty", "m1", "are you there"))
 	time.Sleep(200 * time.Millisecond)
 	if n := len(h.plat.all()); n != 0 {
 		t.Fatalf("sent %d while unreachable", n)
 	}
-	online.Store(true)
-	h.gw.Reachable("web", gateway.PrivateChatID("web-ann", "matty"))
-	if got := h.plat.next(t).Text; got != "matty: are you there" {
-		t.Errorf("reply = %q", got)
-	}
+	h.comeBack(&online, "web-ann", "matty: are you there")
 }
 
 // TestUnreachableReplyExpires checks a ParkLimiter platform: a reply that
@@ -228,12 +219,7 @@ func TestUnreachableReplyExpires(t *testing.T) {
 	const limit = time.Second
 	h.plat.maxParked = limit
 	var online atomic.Bool
-	h.plat.fail = func(gateway.Outbound) error {
-		if !online.Load() {
-			return gateway.ErrUnreachable
-		}
-		return nil
-	}
+	h.plat.fail = unreachableUntil(&online)
 	ctx := context.Background()
 	pending := func() int {
 		t.Helper()
@@ -255,11 +241,7 @@ func TestUnreachableReplyExpires(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	online.Store(true)
-	h.gw.Reachable("web", gateway.PrivateChatID("web-ann", "matty"))
-	if got := h.plat.next(t).Text; got != "matty: still there?" {
-		t.Errorf("Ann got %q; want only her reply that had not expired", got)
-	}
+	h.comeBack(&online, "web-ann", "matty: still there?")
 	// Bob's reply expired (he never came back): nothing is sent to him.
 	for pending() > 0 { // Ann's delivery is being recorded
 		if time.Now().After(deadline) {
@@ -288,19 +270,10 @@ func TestUnreachableReplyDeliveredInTime(t *testing.T) {
 	h := newHarness(t, bot("matty", echo))
 	h.plat.maxParked = time.Minute
 	var online atomic.Bool
-	h.plat.fail = func(gateway.Outbound) error {
-		if !online.Load() {
-			return gateway.ErrUnreachable
-		}
-		return nil
-	}
+	h.plat.fail = unreachableUntil(&online)
 	h.deliver(private("web-bob", "matty", "m1", "hello?"))
 	time.Sleep(50 * time.Millisecond)
-	online.Store(true)
-	h.gw.Reachable("web", gateway.PrivateChatID("web-bob", "matty"))
-	if got := h.plat.next(t).Text; got != "matty: hello?" {
-		t.Errorf("reply to Bob = %q", got)
-	}
+	h.comeBack(&online, "web-bob", "matty: hello?")
 }
 
 func TestOutboxRetriesAndHonoursRetryAfter(t *testing.T) {
