@@ -131,11 +131,8 @@ func (o *outbox) sendAsync(p AsyncSender, key laneKey, l *lane, m Outbound) {
 			o.spawn(func() { o.work(key, l) })
 			return
 		}
-		o.obs.EventOut(m.Platform)
 		// A mark without a platform ID is a lazy write: it does not wait.
-		if err := o.store.MarkSent(context.WithoutCancel(o.ctx), m.OutboxID, ""); err != nil {
-			with(o.log, "outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot).Error("mark sent", "err", err)
-		}
+		o.sent(m, "")
 		o.mu.Lock()
 		l.items = l.items[1:]
 		if len(l.items) > 0 && o.ctx.Err() == nil {
@@ -143,15 +140,35 @@ func (o *outbox) sendAsync(p AsyncSender, key laneKey, l *lane, m Outbound) {
 			o.spawn(func() { o.work(key, l) })
 			return
 		}
-		// As work does when its lane runs dry.
-		if len(l.items) == 0 {
-			delete(o.lanes, key)
-		}
-		l.running = false
-		o.running--
+		o.stopLocked(key, l)
 		o.mu.Unlock()
 		o.wg.Done()
 	})
+}
+
+// stopLocked ends lane l's run: its worker (or hand-over) is done with it,
+// and it is forgotten if it has nothing left. The run's wg.Done is the
+// caller's. Callers hold mu.
+func (o *outbox) stopLocked(key laneKey, l *lane) {
+	if len(l.items) == 0 {
+		delete(o.lanes, key)
+	}
+	l.running = false
+	o.running--
+}
+
+// logFor is the log of m's delivery.
+func (o *outbox) logFor(m Outbound) logger {
+	return with(o.log, "outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot)
+}
+
+// sent records m delivered, as the platform's message id. Recorded even
+// while shutting down, or the reply would be sent again on the next start.
+func (o *outbox) sent(m Outbound, id string) {
+	o.obs.EventOut(m.Platform)
+	if err := o.store.MarkSent(context.WithoutCancel(o.ctx), m.OutboxID, id); err != nil {
+		o.logFor(m).Error("mark sent", "err", err)
+	}
 }
 
 // wake resumes the parked lanes of the given chats.
@@ -295,11 +312,7 @@ func (o *outbox) work(key laneKey, l *lane) {
 	o.mu.Lock()
 	for {
 		if len(l.items) == 0 || o.ctx.Err() != nil {
-			if len(l.items) == 0 {
-				delete(o.lanes, key)
-			}
-			l.running = false
-			o.running--
+			o.stopLocked(key, l)
 			o.mu.Unlock()
 			return
 		}
@@ -315,8 +328,7 @@ func (o *outbox) work(key laneKey, l *lane) {
 		}
 		if parked {
 			o.parkLocked(key, l)
-			l.running = false
-			o.running--
+			o.stopLocked(key, l)
 			o.mu.Unlock()
 			return
 		}
@@ -328,7 +340,7 @@ func (o *outbox) work(key laneKey, l *lane) {
 // recipient is unreachable (parked is then true and the entry stays
 // pending).
 func (o *outbox) deliver(m Outbound) (parked bool) {
-	log := with(o.log, "outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot)
+	log := o.logFor(m)
 	for {
 		p, ok := o.platform(m.Platform)
 		if !ok {
@@ -337,12 +349,7 @@ func (o *outbox) deliver(m Outbound) (parked bool) {
 		}
 		id, err := o.sendParts(p, &m)
 		if err == nil {
-			o.obs.EventOut(m.Platform)
-			// Recorded even while shutting down, or the reply would be sent
-			// again on the next start.
-			if err := o.store.MarkSent(context.WithoutCancel(o.ctx), m.OutboxID, id); err != nil {
-				log.Error("mark sent", "err", err)
-			}
+			o.sent(m, id)
 			return false
 		}
 		if o.ctx.Err() != nil {

@@ -42,8 +42,8 @@ type SQLite struct {
 	// ck is the checkpointer's connection; commits counts commits for it.
 	ck      *sql.DB
 	commits atomic.Int64
-	// stats counts the committer's work (WriterStats).
-	stats struct{ batches, writes, busy atomic.Int64 }
+	// stats counts the committer's work (WriterStats), with commits.
+	stats struct{ writes, busy atomic.Int64 }
 	// finishCheckpoint asks the committer to finish the checkpointer's
 	// last checkpoint, once the WAL holds restartFrames (see checkpoint).
 	finishCheckpoint atomic.Bool
@@ -515,7 +515,8 @@ func (s *SQLite) takeLazy(max int) []writeReq {
 // since the store opened. Busy over elapsed time is how close the writer
 // is to its limit: writes queue once it nears one.
 type WriterStats struct {
-	// Batches counts transactions; Writes the writes they held.
+	// Batches counts the transactions committed; Writes the writes in
+	// them.
 	Batches, Writes int64
 	// Busy is the time spent running them, their callbacks included.
 	Busy time.Duration
@@ -524,7 +525,7 @@ type WriterStats struct {
 // WriterStats returns the committer's counts so far.
 func (s *SQLite) WriterStats() WriterStats {
 	return WriterStats{
-		Batches: s.stats.batches.Load(),
+		Batches: s.commits.Load(),
 		Writes:  s.stats.writes.Load(),
 		Busy:    time.Duration(s.stats.busy.Load()),
 	}
@@ -536,12 +537,7 @@ func (s *SQLite) WriterStats() WriterStats {
 // back and every write is run again in its own transaction, so a failure
 // is its write's alone. A write therefore runs at most twice.
 func (s *SQLite) runBatch(batch []writeReq) {
-	start := time.Now()
-	defer func() {
-		s.stats.batches.Add(1)
-		s.stats.writes.Add(int64(len(batch)))
-		s.stats.busy.Add(int64(time.Since(start)))
-	}()
+	defer func(start time.Time) { s.stats.busy.Add(int64(time.Since(start))) }(time.Now())
 	if len(batch) > 1 {
 		if errs, hooks, ok := s.tryBatch(batch); ok {
 			s.finish(batch, errs, hooks)
@@ -584,6 +580,7 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, hooks [][]func(), ok 
 			return err
 		}
 		s.commits.Add(1)
+		s.stats.writes.Add(int64(len(batch)))
 		s.links.committed()
 		s.unlinked.Store(int64(s.links.waiting()))
 		return nil

@@ -48,9 +48,9 @@ func (o *observer) gauge(gw *gateway.Gateway) {
 // writer adds the store's writer counts (store.WriterStats): how busy its
 // one writer is, which is the store's limit under load.
 func (o *observer) writer(stats func() store.WriterStats) {
-	o.reg.NewCounterFunc("switchboard_store_write_batches_total", "Transactions the store's writer has run (each a batch of writes).",
+	o.reg.NewCounterFunc("switchboard_store_write_batches_total", "Transactions the store's writer has committed (each a batch of writes).",
 		func() float64 { return float64(stats().Batches) })
-	o.reg.NewCounterFunc("switchboard_store_writes_total", "Writes the store's writer has run.",
+	o.reg.NewCounterFunc("switchboard_store_writes_total", "Writes the store's writer has committed.",
 		func() float64 { return float64(stats().Writes) })
 	o.reg.NewCounterFunc("switchboard_store_writer_busy_seconds_total", "Time the store's writer has spent running batches; its rate is the writer's utilisation.",
 		func() float64 { return stats().Busy.Seconds() })

@@ -56,11 +56,11 @@ func TestBenchQuick(t *testing.T) {
 }
 
 func TestSplit(t *testing.T) {
-	p := phaseUsage{busy: 9 * time.Second, idle: time.Second, server: 6 * time.Second, client: 2 * time.Second}
+	p := usage{busy: 9 * time.Second, idle: time.Second, server: 6 * time.Second, client: 2 * time.Second}
 	if got, want := p.split("gateway"), "90% busy: gateway 60%, load client 20%, the rest 10%"; got != want {
 		t.Errorf("split = %q, want %q", got, want)
 	}
-	if got := (phaseUsage{}).split("echo"); got != "no CPU reading" {
+	if got := (usage{}).split("echo"); got != "no CPU reading" {
 		t.Errorf("empty split = %q", got)
 	}
 }

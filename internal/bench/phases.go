@@ -24,7 +24,7 @@ const (
 // and what each used.
 type loadFigures struct {
 	closed, open       loadResult
-	closedUse, openUse phaseUsage
+	closedUse, openUse usage
 	// settle is how long the server took to go idle between the phases.
 	settle time.Duration
 }

@@ -11,10 +11,11 @@ import (
 	"time"
 )
 
-// usage is a reading of who used the machine's CPUs, taken before and
-// after a phase; the difference says where a closed loop's CPU went.
+// usage is who used the machine's CPUs: a reading, cumulative, or what
+// a phase used, the difference of the readings before and after it.
 type usage struct {
-	at time.Time
+	// wall is the time since the bench started (of a phase: its length).
+	wall time.Duration
 	// busy and idle are the machine's CPU time (all CPUs, from
 	// /proc/stat); server the server process's; client this process's.
 	busy, idle, server, client time.Duration
@@ -29,9 +30,12 @@ type writerStats struct {
 	busy            time.Duration
 }
 
+// benchStart is when the readings' wall clock starts.
+var benchStart = time.Now()
+
 // readUsage reads the machine, s and this process.
 func readUsage(s *server) (usage, error) {
-	u := usage{at: time.Now()}
+	u := usage{wall: time.Since(benchStart)}
 	var err error
 	if u.busy, u.idle, err = machineCPU(); err != nil {
 		return u, err
@@ -52,16 +56,10 @@ func readUsage(s *server) (usage, error) {
 	return u, nil
 }
 
-// phaseUsage is what a phase used: the difference of two readings.
-type phaseUsage struct {
-	wall                       time.Duration
-	busy, idle, server, client time.Duration
-	writer                     writerStats
-}
-
-func (u usage) since(before usage) phaseUsage {
-	return phaseUsage{
-		wall: u.at.Sub(before.at),
+// since is what was used from reading before to reading u.
+func (u usage) since(before usage) usage {
+	return usage{
+		wall: u.wall - before.wall,
 		busy: u.busy - before.busy, idle: u.idle - before.idle,
 		server: u.server - before.server, client: u.client - before.client,
 		writer: writerStats{
@@ -72,9 +70,10 @@ func (u usage) since(before usage) phaseUsage {
 	}
 }
 
-// split says how the machine's CPUs were used, as shares of what they
-// could have done: "96% busy: gateway 74%, load client 21%, the rest 1%".
-func (p phaseUsage) split(who string) string {
+// split says how the machine's CPUs were used in a phase, as shares of
+// what they could have done: "96% busy: gateway 74%, load client 21%, the
+// rest 1%".
+func (p usage) split(who string) string {
 	total := p.busy + p.idle
 	if total <= 0 {
 		return "no CPU reading"

@@ -34,8 +34,7 @@ type conn struct {
 	host gateway.Host
 	ws   *websocket.Conn
 	// sock is the socket under ws, which the write loop holds while it
-	// writes the frames that are waiting (nil in tests that build a conn
-	// by hand: each frame then goes out on its own).
+	// writes the frames that are waiting.
 	sock *heldConn
 	v    visitor
 	out  chan outFrame
@@ -100,41 +99,27 @@ func (c *conn) enqueue(f outFrame) bool {
 	}
 }
 
-// sendWritten queues a frame and waits until it has been written to the
-// socket, so a message the outbox records as delivered has left the
-// process (the kernel still delivers it if the gateway dies right after).
-func (c *conn) sendWritten(ctx context.Context, f any) error {
-	written := make(chan error, 1)
-	c.sendThen(ctx, f, func(err error) { written <- err })
-	return <-written
-}
-
 // sendThen queues a frame and calls done exactly once, without blocking
 // the caller: with nil once the frame has been written to the socket, or
-// with an error if it was not, or may not have been, or if ctx ended
-// first. Counting an unsure frame as unwritten can only cause a resend,
-// which the client drops by message ID.
-func (c *conn) sendThen(ctx context.Context, f any, done func(error)) {
+// with an error if it was not, or may not have been. Counting an unsure
+// frame as unwritten can only cause a resend, which the client drops by
+// message ID.
+func (c *conn) sendThen(f any, done func(error)) {
 	var once atomic.Bool
 	report := func(err error) {
 		if once.CompareAndSwap(false, true) {
 			done(err)
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { report(ctx.Err()) })
-	finish := func(err error) {
-		stop()
-		report(err)
-	}
-	if !c.enqueue(outFrame{v: f, done: finish}) {
-		finish(errConnClosed)
+	if !c.enqueue(outFrame{v: f, done: report}) {
+		report(errConnClosed)
 		return
 	}
 	// Queued as the connection closed, the frame may never be taken:
 	// failPending drains only what was queued before it ran.
 	select {
 	case <-c.done:
-		finish(errConnClosed)
+		report(errConnClosed)
 	default:
 	}
 }
@@ -195,13 +180,6 @@ func (c *conn) writeLoop() {
 func (c *conn) writeBatch(f outFrame) error {
 	deadline := time.Now().Add(writeWait)
 	c.ws.SetWriteDeadline(deadline)
-	if c.sock == nil {
-		err := c.ws.WriteJSON(f.v)
-		if f.done != nil {
-			f.done(err)
-		}
-		return err
-	}
 	c.sock.hold()
 	batch := append(c.batch[:0], f)
 	err := c.ws.WriteJSON(f.v)

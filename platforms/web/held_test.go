@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-chat/switchboard/gateway"
 )
 
 // countingConn counts the writes, and the write deadlines set, that
@@ -78,7 +80,7 @@ func TestWriteBatch(t *testing.T) {
 	var failed atomic.Int32
 	for i := range n {
 		written.Add(1)
-		c.sendThen(context.Background(), ackFrame{Type: "ack", ClientID: string(rune('a' + i)), ID: int64(i)}, func(err error) {
+		c.sendThen(ackFrame{Type: "ack", ClientID: string(rune('a' + i)), ID: int64(i)}, func(err error) {
 			if err != nil {
 				failed.Add(1)
 			}
@@ -107,7 +109,7 @@ func TestWriteBatch(t *testing.T) {
 	c.close(websocket.CloseNormalClosure, "")
 	<-loop
 	got := make(chan error, 1)
-	c.sendThen(context.Background(), ackFrame{Type: "ack"}, func(err error) { got <- err })
+	c.sendThen(ackFrame{Type: "ack"}, func(err error) { got <- err })
 	select {
 	case err := <-got:
 		if !errors.Is(err, errConnClosed) {
@@ -118,14 +120,16 @@ func TestWriteBatch(t *testing.T) {
 	}
 }
 
-// TestSendThenContext checks that a frame's sender hears of it when its
-// context ends before the write loop takes it, and only once.
-func TestSendThenContext(t *testing.T) {
+// TestSendAsyncContext checks that a message's sender hears of it when
+// its context ends before the write loop takes it, and only once.
+func TestSendAsyncContext(t *testing.T) {
 	c := &conn{out: make(chan outFrame, 1), done: make(chan struct{})}
+	a := &Adapter{byUser: map[string]map[*conn]struct{}{"web-ann": {c: {}}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int32
 	got := make(chan error, 2)
-	c.sendThen(ctx, ackFrame{Type: "ack"}, func(err error) { calls.Add(1); got <- err })
+	m := gateway.Outbound{MessageID: 7, ChatID: gateway.PrivateChatID("web-ann", "matty"), ChatType: gateway.ChatPrivate}
+	a.SendAsync(ctx, m, func(err error) { calls.Add(1); got <- err })
 	cancel()
 	if err := <-got; !errors.Is(err, context.Canceled) {
 		t.Errorf("done(%v), want context.Canceled", err)

@@ -258,30 +258,23 @@ func (a *Adapter) recipients(chatID string, group bool) []*conn {
 	return out
 }
 
-// Send implements gateway.Platform. A private message with no connection
-// to receive it is ErrUnreachable, so the outbox keeps it until the user
-// reconnects; a room message is delivered to whoever is in the room (the
-// others read it in the room's history).
+// Send implements gateway.Platform: SendAsync, waited for. A private
+// message with no connection to receive it is ErrUnreachable, so the
+// outbox keeps it until the user reconnects; a room message is delivered
+// to whoever is in the room (the others read it in the room's history).
+// The widget knows messages by their Switchboard IDs: there is no other
+// ID to record.
 func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) {
-	group := m.ChatType == gateway.ChatGroup
-	f := messageFrame{
-		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
-		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
-	}
-	sent := 0
-	for _, c := range a.recipients(m.ChatID, group) {
-		if c.sendWritten(ctx, f) == nil {
-			sent++
-		}
-	}
-	// The widget knows messages by their Switchboard IDs: there is no
-	// other ID to record.
-	return "", sendOutcome(sent, group)
+	sent := make(chan error, 1)
+	a.SendAsync(ctx, m, func(err error) { sent <- err })
+	return "", <-sent
 }
 
-// SendAsync implements gateway.AsyncSender: Send without the wait. done
-// learns the outcome Send would have returned once every recipient's
-// write loop has written the message or given up.
+// SendAsync implements gateway.AsyncSender. done learns the outcome once
+// every recipient's write loop has written the message to its socket
+// (so a message the outbox records as delivered has left the process;
+// the kernel still delivers it if the gateway dies right after) or
+// given up, or when ctx ends first.
 func (a *Adapter) SendAsync(ctx context.Context, m gateway.Outbound, done func(error)) {
 	group := m.ChatType == gateway.ChatGroup
 	conns := a.recipients(m.ChatID, group)
@@ -293,15 +286,23 @@ func (a *Adapter) SendAsync(ctx context.Context, m gateway.Outbound, done func(e
 		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
 		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
 	}
+	var once atomic.Bool
+	finish := func(err error) {
+		if once.CompareAndSwap(false, true) {
+			done(err)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() { finish(ctx.Err()) })
 	var left, sent atomic.Int32
 	left.Store(int32(len(conns)))
 	for _, c := range conns {
-		c.sendThen(ctx, f, func(err error) {
+		c.sendThen(f, func(err error) {
 			if err == nil {
 				sent.Add(1)
 			}
 			if left.Add(-1) == 0 {
-				done(sendOutcome(int(sent.Load()), group))
+				stop()
+				finish(sendOutcome(int(sent.Load()), group))
 			}
 		})
 	}
