@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -595,5 +596,29 @@ func TestWALRestartsUnderSteadyWrites(t *testing.T) {
 	write() // and this transaction starts the WAL again
 	if after := frames(); after >= grown {
 		t.Errorf("the WAL holds %d frames after the restart, %d before: it did not start again", after, grown)
+	}
+}
+
+// TestCheckpointerSyncsDatabaseFile: the checkpointer holds a descriptor
+// of the database file to sync it beside the writer, and the store
+// closes it only with SQLite's connections.
+func TestCheckpointerSyncsDatabaseFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sb.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.dbFile == nil || s.dbFile.Name() != path {
+		t.Fatalf("the checkpointer's file = %v; want %s", s.dbFile, path)
+	}
+	if err := s.dbFile.Sync(); err != nil {
+		t.Fatalf("sync the database file: %v", err)
+	}
+	f := s.dbFile
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("sync after Close = %v; want %v", err, os.ErrClosed)
 	}
 }

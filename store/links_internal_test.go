@@ -396,3 +396,44 @@ func TestLinkLogRollback(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkRoundSpread: a round's chunk is sized to spread the round over
+// half the batches committed since the last round began (at least
+// flushSpread of them), and never below the log's smallest chunk, so no
+// batch of a busy second carries a large share of it.
+func TestLinkRoundSpread(t *testing.T) {
+	tests := []struct {
+		name             string
+		batches, entries int
+		chunk, wantSize  int
+	}{
+		{"idle: flushSpread batches", 0, 1600, 1, 100},
+		{"few batches: flushSpread batches", 20, 1600, 1, 100},
+		{"busy: half the batches", 400, 1600, 1, 8},
+		{"rounded up", 400, 1601, 1, 9},
+		{"the smallest chunk", 400, 1600, 32, 32},
+		{"a small round", 400, 3, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := linkLog{every: time.Second, chunk: tt.chunk}
+			for range tt.batches {
+				l.begin()
+				l.committed()
+			}
+			for i := range tt.entries {
+				l.done = append(l.done, logEntry{session: "s", message: int64(i + 1)})
+			}
+			l.startRound(time.Now())
+			if l.round == nil {
+				t.Fatal("no round began")
+			}
+			if l.size != tt.wantSize {
+				t.Errorf("chunk = %d entries; want %d", l.size, tt.wantSize)
+			}
+			if l.batches != 0 {
+				t.Errorf("%d batches still counted after the round began; want 0", l.batches)
+			}
+		})
+	}
+}
