@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -655,6 +656,16 @@ func (s *SQLite) finish(batch []writeReq, errs []error, hooks [][]func()) {
 			s.logger().Warn("store: a lazy write failed; the work it recorded will be done again after a restart", "err", errs[i])
 		}
 	}
+	// The callbacks and answers above made goroutines runnable (socket
+	// writers with the frames of this batch, callers with their next
+	// write), and Go queues them on the committer's own processor: they
+	// would run once the committer blocks. Under load it does not block;
+	// it goes straight into its next batch, and they wait for that batch
+	// unless the other processor is idle enough to take them. So the
+	// committer yields here: what this batch woke runs first. In round 7
+	// of docs/performance.md this cut the p99 at 2,000 messages/s and the
+	// CPU per message, and raised the throughput by a tenth or more.
+	runtime.Gosched()
 }
 
 // SetLogger sets where the store logs what no caller hears of (lazy
