@@ -544,6 +544,19 @@ func TestDuplicateInbound(t *testing.T) {
 	}
 }
 
+// openOwnCheckpoints opens a store whose checkpointer does not run on its
+// own (for an hour), so a test can run checkpoint itself and set what it
+// reads.
+func openOwnCheckpoints(t *testing.T, path string) *SQLite {
+	t.Helper()
+	s, err := open(context.Background(), path, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestWALRestartsUnderSteadyWrites checks that the WAL starts again from
 // its beginning although the checkpoint beside the writer never copies
 // every frame (here a reader's snapshot holds it back, as the writer's
@@ -551,7 +564,7 @@ func TestDuplicateInbound(t *testing.T) {
 // batches, and the next transaction restarts the WAL.
 func TestWALRestartsUnderSteadyWrites(t *testing.T) {
 	ctx := context.Background()
-	s := openBatchStore(t)
+	s := openOwnCheckpoints(t, filepath.Join(t.TempDir(), "sb.db"))
 	s.restartFrames = 1
 	frames := func() int {
 		t.Helper()
@@ -599,21 +612,58 @@ func TestWALRestartsUnderSteadyWrites(t *testing.T) {
 	}
 }
 
-// TestCheckpointerSyncsDatabaseFile: the checkpointer holds a descriptor
-// of the database file to sync it beside the writer, and the store
-// closes it only with SQLite's connections.
+// TestCheckpointerSyncsDatabaseFile: once the WAL holds restartFrames,
+// the checkpointer syncs the database file itself (twice: before and
+// after copying what came meanwhile) and only then asks the committer to
+// finish; below it, it syncs nothing; a failed sync still asks for the
+// finish (which syncs the file itself). The descriptor it syncs through
+// is SQLite's file, and the store closes it only with its connections.
 func TestCheckpointerSyncsDatabaseFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sb.db")
-	s, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openOwnCheckpoints(t, path)
 	if s.dbFile == nil || s.dbFile.Name() != path {
 		t.Fatalf("the checkpointer's file = %v; want %s", s.dbFile, path)
 	}
-	if err := s.dbFile.Sync(); err != nil {
+	if err := s.syncDB(); err != nil {
 		t.Fatalf("sync the database file: %v", err)
 	}
+	var syncs int
+	var failSync error
+	s.syncDB = func() error {
+		if s.finishCheckpoint.Load() {
+			t.Error("the finish was asked for before the sync")
+		}
+		syncs++
+		return failSync
+	}
+	in := gateway.Inbound{
+		Event: gateway.Event{Platform: "web", Bot: "matty", ChatID: "c", ChatType: gateway.ChatPrivate,
+			MessageID: "m1", Sender: gateway.Sender{PlatformID: "v"}, Text: "hello", Time: time.Now()},
+		UserID: "u",
+	}
+	if _, err := s.AppendInbound(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		restart    int
+		fail       error
+		wantSyncs  int
+		wantFinish bool
+	}{
+		{"below restartFrames", 1 << 30, nil, 0, false},
+		{"at restartFrames", 1, nil, 2, true},
+		{"a failed sync", 1, errors.New("disk on fire"), 1, true},
+	}
+	for _, tt := range tests {
+		syncs, failSync, s.restartFrames = 0, tt.fail, tt.restart
+		s.finishCheckpoint.Store(false)
+		s.checkpoint()
+		if syncs != tt.wantSyncs || s.finishCheckpoint.Load() != tt.wantFinish {
+			t.Errorf("%s: %d syncs, finish asked %v; want %d, %v", tt.name, syncs, s.finishCheckpoint.Load(), tt.wantSyncs, tt.wantFinish)
+		}
+	}
+	s.finishCheckpoint.Store(false)
 	f := s.dbFile
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -37,13 +37,17 @@ const (
 	// maxUnlinked starts a round sooner when this many entries wait.
 	maxUnlinked = 1 << 15
 	// flushChunk is the fewest entries a batch writes of a round. A round
-	// is spread over at least flushSpread batches, and over about half of
-	// the batches committed in the last round's time, so that no batch
-	// waits long behind it: at 2,000 messages/s, a round written over 16
-	// of the second's 1,200 batches made each of them 2–9 ms longer, and
-	// every write queued behind them, for 90 ms of each second. Spread
-	// thin, a round still writes each page of the two indexes about once
-	// (its entries are in key order), plus a page where each chunk ends.
+	// is spread over at least flushSpread batches and, when batches are
+	// many, over half as many as were committed per linkFlushEvery since
+	// the last round began (chunks of flushChunk entries at least), so
+	// that no batch waits long behind it: at 2,000 messages/s, a round
+	// written over 16 of the second's 1,200 batches made each of them
+	// 2–9 ms longer, and every write queued behind them, for 90 ms of
+	// each second. Spread thin, a round still writes each page of the
+	// two indexes about once (its entries are in key order), plus a page
+	// where each chunk ends. A round still under way after
+	// linkFlushEvery (batches grew rare) writes at least a flushSpread-th
+	// of what is left per batch, so it ends within a few dozen batches.
 	flushChunk  = 32
 	flushSpread = 16
 )
@@ -113,8 +117,8 @@ type linkLog struct {
 	chunkEnd      int
 	stagedFlushed int
 	lastRound     time.Time
-	// batches counts the commits since the round began; size is the
-	// round's chunk.
+	// batches counts the commits since the last round began (a round's
+	// end does not reset it); size is the round's chunk.
 	batches, size int
 	// every and chunk are linkFlushEvery and flushChunk (tests set them
 	// lower).
@@ -202,9 +206,14 @@ func (l *linkLog) startRound(now time.Time) {
 	if l.round != nil || len(l.done) == 0 || len(l.done) < maxUnlinked && now.Sub(l.lastRound) < l.every {
 		return
 	}
+	// The batches committed per l.every since the last round began.
+	perRound := l.batches
+	if elapsed := now.Sub(l.lastRound); elapsed > l.every && l.every > 0 {
+		perRound = int(int64(l.batches) * int64(l.every) / int64(elapsed))
+	}
+	spread := max(flushSpread, perRound/2)
 	l.round, l.written, l.upto, l.lastRound = l.done, 0, 0, now
 	l.done, l.spare = l.spare, nil
-	spread := max(flushSpread, l.batches/2)
 	l.size, l.batches = max(l.chunk, (len(l.round)+spread-1)/spread), 0
 	// The watermark: every message up to the round's newest has its
 	// entries in the round or written already (IDs grow in commit order).
@@ -315,6 +324,16 @@ func writeEntries(tx *txn, es []logEntry) error {
 	return nil
 }
 
+// nextChunk is where the round's next chunk ends: size entries on, or a
+// flushSpread-th of what is left once the round is older than l.every.
+func (l *linkLog) nextChunk(now time.Time) int {
+	n := l.size
+	if now.Sub(l.lastRound) > l.every {
+		n = max(n, (len(l.round)-l.written)/flushSpread)
+	}
+	return min(len(l.round), l.written+max(n, 1))
+}
+
 // flushChunk writes the next chunk of the round under way, and with its
 // last chunk the watermark. It runs first in a batch.
 func (s *SQLite) flushChunk(tx *txn) error {
@@ -322,7 +341,7 @@ func (s *SQLite) flushChunk(tx *txn) error {
 	if l.round == nil || l.all || l.chunkEnd > l.written {
 		return nil
 	}
-	end := min(len(l.round), l.written+l.size)
+	end := l.nextChunk(time.Now())
 	if err := writeEntries(tx, l.round[l.written:end]); err != nil {
 		return err
 	}

@@ -398,25 +398,30 @@ func TestLinkLogRollback(t *testing.T) {
 }
 
 // TestLinkRoundSpread: a round's chunk is sized to spread the round over
-// half the batches committed since the last round began (at least
-// flushSpread of them), and never below the log's smallest chunk, so no
-// batch of a busy second carries a large share of it.
+// half the batches committed per second since the last round began (at
+// least flushSpread of them), and never below the log's smallest chunk,
+// so no batch of a busy second carries a large share of it.
 func TestLinkRoundSpread(t *testing.T) {
 	tests := []struct {
 		name             string
 		batches, entries int
+		elapsed          time.Duration // since the last round began
 		chunk, wantSize  int
 	}{
-		{"idle: flushSpread batches", 0, 1600, 1, 100},
-		{"few batches: flushSpread batches", 20, 1600, 1, 100},
-		{"busy: half the batches", 400, 1600, 1, 8},
-		{"rounded up", 400, 1601, 1, 9},
-		{"the smallest chunk", 400, 1600, 32, 32},
-		{"a small round", 400, 3, 1, 1},
+		{"idle: flushSpread batches", 0, 1600, time.Second, 1, 100},
+		{"few batches: flushSpread batches", 20, 1600, time.Second, 1, 100},
+		{"busy: half the batches", 400, 1600, time.Second, 1, 8},
+		{"rounded up", 400, 1601, time.Second, 1, 9},
+		{"the batches per second, not since", 800, 1600, 4 * time.Second, 1, 16},
+		{"many batches long ago: flushSpread batches", 400, 1600, time.Hour, 1, 100},
+		{"started early (many wait): the batches so far", 400, maxUnlinked, time.Second / 2, 1, (maxUnlinked + 199) / 200},
+		{"the smallest chunk", 400, 1600, time.Second, 32, 32},
+		{"a small round", 400, 3, time.Second, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := linkLog{every: time.Second, chunk: tt.chunk}
+			now := time.Now()
+			l := linkLog{every: time.Second, chunk: tt.chunk, lastRound: now.Add(-tt.elapsed)}
 			for range tt.batches {
 				l.begin()
 				l.committed()
@@ -424,7 +429,7 @@ func TestLinkRoundSpread(t *testing.T) {
 			for i := range tt.entries {
 				l.done = append(l.done, logEntry{session: "s", message: int64(i + 1)})
 			}
-			l.startRound(time.Now())
+			l.startRound(now)
 			if l.round == nil {
 				t.Fatal("no round began")
 			}
@@ -435,5 +440,34 @@ func TestLinkRoundSpread(t *testing.T) {
 				t.Errorf("%d batches still counted after the round began; want 0", l.batches)
 			}
 		})
+	}
+}
+
+// TestLinkRoundNextChunk: a round's chunks are its size until the round
+// is older than the log's interval; then a flushSpread-th of what is
+// left, so a round that batches grew rare for still ends soon.
+func TestLinkRoundNextChunk(t *testing.T) {
+	start := time.Now()
+	l := linkLog{every: time.Second, lastRound: start, size: 10, round: make([]logEntry, 1000), written: 100}
+	tests := []struct {
+		name string
+		at   time.Duration
+		want int
+	}{
+		{"young round: its size", time.Second / 2, 110},
+		{"old round: a sixteenth of what is left", 2 * time.Second, 100 + 900/flushSpread},
+	}
+	for _, tt := range tests {
+		if got := l.nextChunk(start.Add(tt.at)); got != tt.want {
+			t.Errorf("%s: next chunk ends at %d; want %d", tt.name, got, tt.want)
+		}
+	}
+	l.written = 995
+	if got := l.nextChunk(start.Add(2 * time.Second)); got != 1000 {
+		t.Errorf("last chunk ends at %d; want the round's end, 1000", got)
+	}
+	l.written = 999
+	if got := l.nextChunk(start.Add(2 * time.Second)); got != 1000 {
+		t.Errorf("last entry's chunk ends at %d; want 1000", got)
 	}
 }
