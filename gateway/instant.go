@@ -100,6 +100,9 @@ func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, ro
 	if err != nil {
 		return Receipt{}, true, fmt.Errorf("deliver: %w", err)
 	}
+	if !res.Duplicate {
+		g.obs.TurnDone(PathInstant)
+	}
 	return Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate}, true, nil
 }
 

@@ -15,7 +15,18 @@ type Observer interface {
 	Delegation(status string)
 	// OutboxRetry counts a delivery that will be tried again.
 	OutboxRetry(platform string)
+	// TurnDone counts a brain turn whose outcome is stored, by the path
+	// it took: PathInstant (answered before its message was stored, and
+	// stored with it in one write) or PathQueued (stored first, then run
+	// by its session's worker).
+	TurnDone(path string)
 }
+
+// The paths of TurnDone.
+const (
+	PathInstant = "instant"
+	PathQueued  = "queued"
+)
 
 // nopObserver is the Observer when none is given.
 type nopObserver struct{}
@@ -25,3 +36,4 @@ func (nopObserver) EventOut(string)                         {}
 func (nopObserver) BrainTurn(string, string, time.Duration) {}
 func (nopObserver) Delegation(string)                       {}
 func (nopObserver) OutboxRetry(string)                      {}
+func (nopObserver) TurnDone(string)                         {}

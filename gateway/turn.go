@@ -207,6 +207,9 @@ func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
 	}) {
 		return
 	}
+	if c.Turn.ID != 0 {
+		g.obs.TurnDone(PathQueued)
+	}
 	if u := c.Update; u != nil {
 		g.notifyUpdate(ctx, u.ID)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,43 +175,57 @@ func (j *cookieJar) Cookies(*url.URL) []*http.Cookie          { return j.cookies
 
 func TestMetrics(t *testing.T) {
 	m := startMain(t, configDir(t))
+	// scrape polls /metrics until it contains every one of until.
+	scrape := func(until ...string) string {
+		t.Helper()
+		var body string
+		for range 100 {
+			resp, err := http.Get("http://" + m.Addr() + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			if !slices.ContainsFunc(until, func(w string) bool { return !strings.Contains(body, w) }) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return body
+	}
 	c := dial(t, m.Addr(), nil)
 	c.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "hello", "client_id": "1"})
 	c.expect("ack")
 	c.expect("message")
-	// The delivery is counted just after the frame is handed over: poll.
-	var body []byte
-	for range 100 {
-		resp, err := http.Get("http://" + m.Addr() + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		// The worker leaves the queue just after the reply is handed over.
-		if strings.Contains(string(body), `switchboard_events_out_total{platform="web"} 1`) &&
-			strings.Contains(string(body), "switchboard_session_queue_depth 0") {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The delivery is counted just after the frame is handed over, and
+	// the worker leaves the queue just after the reply is handed over.
+	scrape(`switchboard_events_out_total{platform="web"} 1`, "switchboard_session_queue_depth 0")
+	// The session is known and idle now: the next message is answered on
+	// the instant path (a visitor's first one was queued).
+	c.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "again", "client_id": "2"})
+	c.expect("ack")
+	c.expect("message")
+	body := scrape(`switchboard_events_out_total{platform="web"} 2`, "switchboard_session_queue_depth 0")
 	for _, want := range []string{
-		`switchboard_events_in_total{platform="web"} 1`,
-		`switchboard_events_out_total{platform="web"} 1`,
-		`switchboard_brain_seconds_count{bot="mattyatlas",kind="script"} 1`,
+		`switchboard_events_in_total{platform="web"} 2`,
+		`switchboard_events_out_total{platform="web"} 2`,
+		`switchboard_brain_seconds_count{bot="mattyatlas",kind="script"} 2`,
+		`switchboard_turns_total{path="queued"} 1`,
+		`switchboard_turns_total{path="instant"} 1`,
 		"switchboard_session_queue_depth 0",
 		"# TYPE switchboard_delegations_total counter",
 		"# TYPE switchboard_outbox_retries_total counter",
 		"# TYPE switchboard_store_writer_busy_seconds_total counter",
 	} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
 	}
 	// The message and its answer were written: the writer has run at
 	// least one batch of at least one write, for some time.
 	value := func(name string) float64 {
-		for line := range strings.Lines(string(body)) {
+		for line := range strings.Lines(body) {
 			if v, ok := strings.CutPrefix(line, name+" "); ok {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil {

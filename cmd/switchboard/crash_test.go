@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,9 +21,13 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// crashBots is the configuration of the crash test: one script bot whose
-// default reply repeats the message, so every reply names the message it
-// answers and two stored replies to one message would show.
+// crashBots is the configuration of the crash test: two bots whose
+// replies repeat the message, so every reply names the message it answers
+// and two stored replies to one message would show. Matty's script brain
+// answers at once, on the instant path when the session is idle; Finn's
+// program takes a while, so its session's turns queue up behind a burst
+// and many replies are still to be made when the kill comes. (The new
+// message is the last line of an exec brain's prompt.)
 const crashBots = `
 gateway:
   listen: %s
@@ -34,12 +40,22 @@ bots:
       default: '{{.Bot.Name}} heard: {{.Text}}'
     platforms:
       web: {}
+  - id: finnshipley
+    name: Finn Shipley
+    brain:
+      kind: exec
+      command: [sh, -c, 'sleep 0.02; echo "Finn Shipley heard: $(tail -n 1)"']
+    platforms:
+      web: {}
 `
 
-// Crash test sizes: each client sends a burst of crashBurst messages (the
-// widget allows bursts of 40), then one per crashSendGap; the gateway is
-// killed once crashAcks messages are acknowledged, while the burst's
-// replies are still being made and sent.
+// Crash test sizes: each even client sends Finn a burst of crashBurst
+// messages (the widget allows bursts of 40), then one per crashSendGap;
+// each odd client sends Matty one per crashSendGap from the start, so its
+// messages after the first find their session idle and take the instant
+// path. The gateway is killed once crashAcks messages are acknowledged
+// and some turn has taken the instant path, while Finn's replies to the
+// bursts are still being made.
 const (
 	crashClients = 24
 	crashBurst   = 30
@@ -75,24 +91,51 @@ func TestCrashSafety(t *testing.T) {
 		senders.Go(func() { c.sendUntil(stop) })
 	}
 
-	// Kill mid-stream: the clients are still sending.
+	// Kill mid-stream: the clients are still sending. Both paths of a
+	// turn must be under test by then: the queued one (a visitor's first
+	// message, and any sent while a turn of its session is queued) and the
+	// instant one (answered before it is stored, in one write with its
+	// answer). The metrics are read beside the wait, until an instant
+	// turn shows, so reading them does not put off the kill.
 	deadline := time.Now().Add(20 * time.Second)
-	for totalAcks(clients) < crashAcks {
+	var queued, instant atomic.Int64
+	scraped := make(chan struct{})
+	go func() {
+		defer close(scraped)
+		for instant.Load() == 0 && time.Now().Before(deadline) {
+			q, i, err := turnsByPath(addr)
+			if err != nil {
+				return
+			}
+			queued.Store(int64(q))
+			instant.Store(int64(i))
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	for totalAcks(clients) < crashAcks || instant.Load() == 0 {
 		if time.Now().After(deadline) {
 			close(stop)
-			t.Fatalf("only %d acks after 20s\n%s", totalAcks(clients), first.log())
+			t.Fatalf("%d acks, %d instant turns after 20s\n%s", totalAcks(clients), instant.Load(), first.log())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 	first.kill(t)
+	<-scraped
 	close(stop)
 	senders.Wait()
+	t.Logf("before the kill: %d turns done on the queued path, %d on the instant path", queued.Load(), instant.Load())
+	if queued.Load() == 0 || instant.Load() == 0 {
+		t.Errorf("turns done before the kill: %d queued, %d instant; want both paths under test", queued.Load(), instant.Load())
+	}
 	pending := 0
 	for _, c := range clients {
-		c.closeConn()
+		c.drain()
 		pending += c.unansweredAcks()
 	}
 	t.Logf("killed after %d acks; %d acked messages had no reply at the client yet", totalAcks(clients), pending)
+	if pending == 0 {
+		t.Errorf("every acked message had its reply when the kill came; want some still to be made (Finn's program is slow)")
+	}
 
 	second := startGatewayProcess(t, bin, dir, addr)
 	for _, c := range clients {
@@ -122,6 +165,8 @@ type crashClient struct {
 	db   string // the gateway's database, for diagnostics
 
 	token, platformID string
+	// bot is whom the client talks to, name its name.
+	bot, name string
 
 	mu      sync.Mutex
 	ws      *websocket.Conn
@@ -136,7 +181,10 @@ type crashClient struct {
 
 func newCrashClient(t *testing.T, n int, addr, db string) *crashClient {
 	c := &crashClient{t: t, n: n, addr: addr, db: db, texts: map[string]string{}, acked: map[string]int64{},
-		replies: map[string]int{}, history: make(chan []any, 1)}
+		replies: map[string]int{}, history: make(chan []any, 1), bot: "finnshipley", name: "Finn Shipley"}
+	if n%2 == 1 {
+		c.bot, c.name = "mattyatlas", "Matty Atlas"
+	}
 	hello := c.connect(nil)
 	c.token, c.platformID = hello["token"].(string), hello["platform_id"].(string)
 	if c.token == "" {
@@ -212,8 +260,12 @@ func (c *crashClient) read(ws *websocket.Conn) {
 func (c *crashClient) sendUntil(stop <-chan struct{}) {
 	tick := time.NewTicker(crashSendGap)
 	defer tick.Stop()
+	burst := crashBurst
+	if c.n%2 == 1 {
+		burst = 1
+	}
 	for k := 0; ; k++ {
-		if k >= crashBurst {
+		if k >= burst {
 			select {
 			case <-stop:
 				return
@@ -226,10 +278,23 @@ func (c *crashClient) sendUntil(stop <-chan struct{}) {
 		c.texts[id] = text
 		ws := c.ws
 		c.mu.Unlock()
-		if err := ws.WriteJSON(map[string]any{"type": "send", "bot": "mattyatlas", "text": text, "client_id": id}); err != nil {
+		if err := ws.WriteJSON(map[string]any{"type": "send", "bot": c.bot, "text": text, "client_id": id}); err != nil {
 			return // the gateway is gone
 		}
 	}
+}
+
+// drain reads what the killed gateway's socket had delivered, to the end
+// of the stream (the kernel closed the dead process's sockets), then
+// closes the connection. Closing first would throw away frames the
+// gateway wrote, and counted delivered, before it died.
+func (c *crashClient) drain() {
+	c.mu.Lock()
+	ws := c.ws
+	c.mu.Unlock()
+	ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.reader.Wait()
+	ws.Close()
 }
 
 func (c *crashClient) closeConn() {
@@ -246,7 +311,7 @@ func (c *crashClient) unansweredAcks() int {
 	defer c.mu.Unlock()
 	n := 0
 	for id := range c.acked {
-		if c.replies[reply(c.texts[id])] == 0 {
+		if c.replies[c.reply(c.texts[id])] == 0 {
 			n++
 		}
 	}
@@ -260,7 +325,7 @@ func (c *crashClient) checkStored() {
 	c.mu.Lock()
 	ws := c.ws
 	c.mu.Unlock()
-	if err := ws.WriteJSON(map[string]any{"type": "history", "bot": "mattyatlas", "limit": 500}); err != nil {
+	if err := ws.WriteJSON(map[string]any{"type": "history", "bot": c.bot, "limit": 500}); err != nil {
 		t.Fatalf("client %d: history: %v", c.n, err)
 	}
 	var msgs []any
@@ -289,17 +354,17 @@ func (c *crashClient) checkStored() {
 		if ids := stored[text]; len(ids) != 1 || ids[0] != msgID {
 			t.Errorf("client %d: acked message %s (id %d) stored as %v, want exactly [%d]", c.n, id, msgID, ids, msgID)
 		}
-		if n := len(stored[reply(text)]); n != 1 {
+		if n := len(stored[c.reply(text)]); n != 1 {
 			t.Errorf("client %d: acked message %s has %d stored replies, want 1", c.n, id, n)
 		}
-		if c.replies[reply(text)] == 0 {
-			t.Errorf("client %d: the reply to acked message %s never reached the client (outbox: %s)", c.n, id, c.outboxState(reply(text)))
+		if c.replies[c.reply(text)] == 0 {
+			t.Errorf("client %d: the reply to acked message %s never reached the client (outbox: %s)", c.n, id, c.outboxState(c.reply(text)))
 		}
 	}
 	// Messages stored without an ack (the kill came first) may be answered
 	// or not, but never twice.
 	for text, ids := range stored {
-		if strings.HasPrefix(text, "Matty Atlas heard: ") && len(ids) > 1 {
+		if strings.HasPrefix(text, c.name+" heard: ") && len(ids) > 1 {
 			t.Errorf("client %d: reply %q stored %d times", c.n, text, len(ids))
 		}
 	}
@@ -324,7 +389,7 @@ func (c *crashClient) outboxState(text string) string {
 	return fmt.Sprintf("%s after %d failed attempts", status, attempts)
 }
 
-func reply(text string) string { return "Matty Atlas heard: " + text }
+func (c *crashClient) reply(text string) string { return c.name + " heard: " + text }
 
 func totalAcks(clients []*crashClient) int {
 	n := 0
@@ -450,4 +515,27 @@ func (s *processOutput) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// turnsByPath reads the gateway's switchboard_turns_total by path.
+func turnsByPath(addr string) (queued, instant int, err error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.Lines(string(body)) {
+		var n int
+		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="queued"} %d`, &n); err == nil {
+			queued = n
+		}
+		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="instant"} %d`, &n); err == nil {
+			instant = n
+		}
+	}
+	return queued, instant, nil
 }

@@ -16,6 +16,7 @@ type observer struct {
 	brain       *metrics.Histogram
 	delegations *metrics.Counter
 	retries     *metrics.Counter
+	turns       *metrics.Counter
 }
 
 var _ gateway.Observer = (*observer)(nil)
@@ -29,6 +30,7 @@ func newObserver() *observer {
 		brain:       r.NewHistogram("switchboard_brain_seconds", "Time brains take for a turn.", metrics.DefaultBuckets, "bot", "kind"),
 		delegations: r.NewCounter("switchboard_delegations_total", "Delegation status changes, by status.", "status"),
 		retries:     r.NewCounter("switchboard_outbox_retries_total", "Deliveries retried, by platform.", "platform"),
+		turns:       r.NewCounter("switchboard_turns_total", "Brain turns whose outcome is stored, by path: instant (answered before the message was stored, stored with it) or queued.", "path"),
 	}
 }
 
@@ -36,6 +38,7 @@ func (o *observer) EventIn(p string)         { o.in.Inc(p) }
 func (o *observer) EventOut(p string)        { o.out.Inc(p) }
 func (o *observer) Delegation(status string) { o.delegations.Inc(status) }
 func (o *observer) OutboxRetry(p string)     { o.retries.Inc(p) }
+func (o *observer) TurnDone(path string)     { o.turns.Inc(path) }
 func (o *observer) BrainTurn(bot, kind string, d time.Duration) {
 	o.brain.Observe(d.Seconds(), bot, kind)
 }
