@@ -91,6 +91,8 @@ type harness struct {
 	// platform, when set, is the platform the gateway gets in place of
 	// plat (a wrapper of it).
 	platform gateway.Platform
+	// obs, when set, is the gateway's Observer.
+	obs gateway.Observer
 }
 
 func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
@@ -122,7 +124,7 @@ func (h *harness) open(bots ...*gateway.Bot) {
 	if h.wrap != nil {
 		gs = h.wrap(s)
 	}
-	h.gw = gateway.New(gateway.Options{Store: gs, Logger: logger})
+	h.gw = gateway.New(gateway.Options{Store: gs, Logger: logger, Observer: h.obs})
 	h.gw.SetRoster(gateway.NewRoster(bots))
 	if h.platform != nil {
 		h.gw.AddPlatform(h.platform)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -362,5 +363,58 @@ func TestInstantFallbackIsNotOvertaken(t *testing.T) {
 	}
 	for range 3 + len(later) { // Matty's reply and notice, Finn's answer, Matty's "noted"s
 		h.plat.next(t)
+	}
+}
+
+// pathCounter is an Observer that counts TurnDone by path.
+type pathCounter struct {
+	mu    sync.Mutex
+	paths map[string]int
+}
+
+func (c *pathCounter) EventIn(string)                          {}
+func (c *pathCounter) EventOut(string)                         {}
+func (c *pathCounter) BrainTurn(string, string, time.Duration) {}
+func (c *pathCounter) Delegation(string)                       {}
+func (c *pathCounter) OutboxRetry(string)                      {}
+func (c *pathCounter) TurnDone(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paths == nil {
+		c.paths = map[string]int{}
+	}
+	c.paths[path]++
+}
+
+func (c *pathCounter) count(path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paths[path]
+}
+
+// TestTurnsCountedByPath: the Observer hears of each stored turn once, on
+// the path it took; a duplicate's is not counted.
+func TestTurnsCountedByPath(t *testing.T) {
+	var log turnLog
+	obs := &pathCounter{}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: newRecorder("web"), obs: obs}
+	h.open(bot("matty", replier(&log, "", nil)))
+	// A new session: the turn is queued, and counted once it is stored.
+	h.deliver(private("web-ann", "matty", "1", "one"))
+	h.plat.next(t)
+	until(t, func() bool { return obs.count(gateway.PathQueued) == 1 && h.gw.QueueDepth() == 0 })
+	// The session is known and idle: the instant path, counted by the
+	// time Deliver returns.
+	h.deliver(private("web-ann", "matty", "2", "two"))
+	if got := obs.count(gateway.PathInstant); got != 1 {
+		t.Errorf("instant turns = %d when Deliver returned; want 1", got)
+	}
+	h.plat.next(t)
+	// A duplicate stores nothing: no count.
+	if r := h.deliver(private("web-ann", "matty", "2", "two")); !r.Duplicate {
+		t.Fatalf("receipt = %+v; want a duplicate", r)
+	}
+	if q, i := obs.count(gateway.PathQueued), obs.count(gateway.PathInstant); q != 1 || i != 1 {
+		t.Errorf("after the duplicate: %d queued, %d instant; want 1 and 1", q, i)
 	}
 }

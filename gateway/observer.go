@@ -15,10 +15,13 @@ type Observer interface {
 	Delegation(status string)
 	// OutboxRetry counts a delivery that will be tried again.
 	OutboxRetry(platform string)
-	// TurnDone counts a brain turn whose outcome is stored, by the path
-	// it took: PathInstant (answered before its message was stored, and
-	// stored with it in one write) or PathQueued (stored first, then run
-	// by its session's worker).
+	// TurnDone counts a turn whose outcome is stored (a reply, an
+	// apology, a hand-off's acknowledgement, a delegation closed), by
+	// the path it took: PathInstant (answered before its message was
+	// stored, and stored with it in one write) or PathQueued (stored
+	// first, then run by its session's worker; an instant answer found
+	// stale takes this path too). A duplicate message's turn is not
+	// counted: nothing of it is stored.
 	TurnDone(path string)
 }
 

@@ -44,7 +44,7 @@ bots:
     name: Finn Shipley
     brain:
       kind: exec
-      command: [sh, -c, 'sleep 0.02; echo "Finn Shipley heard: $(tail -n 1)"']
+      command: [sh, -c, 'sleep 0.02; printf "%%s\n" "Finn Shipley heard: $(tail -n 1)"']
     platforms:
       web: {}
 `
@@ -99,23 +99,26 @@ func TestCrashSafety(t *testing.T) {
 	// turn shows, so reading them does not put off the kill.
 	deadline := time.Now().Add(20 * time.Second)
 	var queued, instant atomic.Int64
+	var scrapeErr atomic.Value // the last error reading the metrics
 	scraped := make(chan struct{})
-	go func() {
+	defer func() { <-scraped }()
+	go func(end time.Time) {
 		defer close(scraped)
-		for instant.Load() == 0 && time.Now().Before(deadline) {
+		for instant.Load() == 0 && time.Now().Before(end) {
 			q, i, err := turnsByPath(addr)
 			if err != nil {
-				return
+				scrapeErr.Store(err.Error())
+			} else {
+				queued.Store(int64(q))
+				instant.Store(int64(i))
 			}
-			queued.Store(int64(q))
-			instant.Store(int64(i))
 			time.Sleep(10 * time.Millisecond)
 		}
-	}()
+	}(deadline)
 	for totalAcks(clients) < crashAcks || instant.Load() == 0 {
 		if time.Now().After(deadline) {
 			close(stop)
-			t.Fatalf("%d acks, %d instant turns after 20s\n%s", totalAcks(clients), instant.Load(), first.log())
+			t.Fatalf("%d acks, %d instant turns after 20s (metrics: %v)\n%s", totalAcks(clients), instant.Load(), scrapeErr.Load(), first.log())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -128,6 +131,9 @@ func TestCrashSafety(t *testing.T) {
 		t.Errorf("turns done before the kill: %d queued, %d instant; want both paths under test", queued.Load(), instant.Load())
 	}
 	pending := 0
+	for _, c := range clients {
+		c.endRead()
+	}
 	for _, c := range clients {
 		c.drain()
 		pending += c.unansweredAcks()
@@ -284,17 +290,22 @@ func (c *crashClient) sendUntil(stop <-chan struct{}) {
 	}
 }
 
-// drain reads what the killed gateway's socket had delivered, to the end
-// of the stream (the kernel closed the dead process's sockets), then
-// closes the connection. Closing first would throw away frames the
-// gateway wrote, and counted delivered, before it died.
-func (c *crashClient) drain() {
+// endRead bounds the reading of the current connection (see drain).
+func (c *crashClient) endRead() {
 	c.mu.Lock()
 	ws := c.ws
 	c.mu.Unlock()
 	ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+}
+
+// drain waits for the reader to read what the killed gateway's socket had
+// delivered, to the end of the stream (the kernel closed the dead
+// process's sockets; endRead bounds the wait), then closes the
+// connection. Closing first would throw away frames the gateway wrote,
+// and counted delivered, before it died.
+func (c *crashClient) drain() {
 	c.reader.Wait()
-	ws.Close()
+	c.closeConn()
 }
 
 func (c *crashClient) closeConn() {
@@ -519,7 +530,8 @@ func (s *processOutput) String() string {
 
 // turnsByPath reads the gateway's switchboard_turns_total by path.
 func turnsByPath(addr string) (queued, instant int, err error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	client := &http.Client{Timeout: time.Second}
+	resp, err := client.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -529,12 +541,12 @@ func turnsByPath(addr string) (queued, instant int, err error) {
 		return 0, 0, err
 	}
 	for line := range strings.Lines(string(body)) {
-		var n int
-		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="queued"} %d`, &n); err == nil {
-			queued = n
+		var n float64 // written with %g
+		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="queued"} %g`, &n); err == nil {
+			queued = int(n)
 		}
-		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="instant"} %d`, &n); err == nil {
-			instant = n
+		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="instant"} %g`, &n); err == nil {
+			instant = int(n)
 		}
 	}
 	return queued, instant, nil

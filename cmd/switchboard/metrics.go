@@ -30,7 +30,7 @@ func newObserver() *observer {
 		brain:       r.NewHistogram("switchboard_brain_seconds", "Time brains take for a turn.", metrics.DefaultBuckets, "bot", "kind"),
 		delegations: r.NewCounter("switchboard_delegations_total", "Delegation status changes, by status.", "status"),
 		retries:     r.NewCounter("switchboard_outbox_retries_total", "Deliveries retried, by platform.", "platform"),
-		turns:       r.NewCounter("switchboard_turns_total", "Brain turns whose outcome is stored, by path: instant (answered before the message was stored, stored with it) or queued.", "path"),
+		turns:       r.NewCounter("switchboard_turns_total", "Turns whose outcome is stored, by path: instant (answered before the message was stored, stored with it) or queued (stored first, then run by the session's worker).", "path"),
 	}
 }
 
