@@ -207,9 +207,7 @@ func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
 	}) {
 		return
 	}
-	if c.Turn.ID != 0 { // (runTurn's completions all have one)
-		g.obs.TurnDone(PathQueued)
-	}
+	g.obs.TurnDone(PathQueued)
 	if u := c.Update; u != nil {
 		g.notifyUpdate(ctx, u.ID)
 	}

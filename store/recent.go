@@ -191,7 +191,7 @@ func (r *recent) appendMessage(session string, m gateway.Message) {
 	if !ok {
 		return
 	}
-	if n := len(w.msgs); n > 0 && w.msgs[n-1].ID >= m.ID {
+	if w.newest() >= m.ID {
 		return // already read by the window's own load
 	}
 	if m.From.Kind == "human" && m.ChatType == gateway.ChatPrivate && m.Platform != "" {
@@ -243,14 +243,10 @@ func (r *recent) peek(key gateway.SessionKey, limit int) (sess gateway.Session, 
 		return gateway.Session{}, nil, 0, false
 	}
 	r.use(w)
-	n := len(w.msgs)
-	if limit > 0 && n > 0 {
+	if n := len(w.msgs); limit > 0 && n > 0 {
 		hist = w.msgs[max(0, n-limit):n:n]
 	}
-	if n > 0 {
-		latest = w.msgs[n-1].ID
-	}
-	return w.session, hist, latest, true
+	return w.session, hist, w.newest(), true
 }
 
 // latest is the ID of the newest message of a session's window (0: none),
@@ -262,10 +258,15 @@ func (r *recent) latest(session string) (int64, bool) {
 	if !ok || r.pending[session] > 0 {
 		return 0, false
 	}
+	return w.newest(), true
+}
+
+// newest is the ID of the window's newest message (0: none).
+func (w *window) newest() int64 {
 	if n := len(w.msgs); n > 0 {
-		return w.msgs[n-1].ID, true
+		return w.msgs[n-1].ID
 	}
-	return 0, true
+	return 0
 }
 
 // lastPrivate is the private chat where a person last wrote in a session,

@@ -105,12 +105,7 @@ func (c *conn) enqueue(f outFrame) bool {
 // frame as unwritten can only cause a resend, which the client drops by
 // message ID.
 func (c *conn) sendThen(f any, done func(error)) {
-	var once atomic.Bool
-	report := func(err error) {
-		if once.CompareAndSwap(false, true) {
-			done(err)
-		}
-	}
+	report := onlyOnce(done)
 	if !c.enqueue(outFrame{v: f, done: report}) {
 		report(errConnClosed)
 		return
@@ -121,6 +116,16 @@ func (c *conn) sendThen(f any, done func(error)) {
 	case <-c.done:
 		report(errConnClosed)
 	default:
+	}
+}
+
+// onlyOnce returns done, which it calls the first time it is called only.
+func onlyOnce(done func(error)) func(error) {
+	var once atomic.Bool
+	return func(err error) {
+		if once.CompareAndSwap(false, true) {
+			done(err)
+		}
 	}
 }
 

@@ -286,12 +286,7 @@ func (a *Adapter) SendAsync(ctx context.Context, m gateway.Outbound, done func(e
 		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
 		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
 	}
-	var once atomic.Bool
-	finish := func(err error) {
-		if once.CompareAndSwap(false, true) {
-			done(err)
-		}
-	}
+	finish := onlyOnce(done)
 	stop := context.AfterFunc(ctx, func() { finish(ctx.Err()) })
 	var left, sent atomic.Int32
 	left.Store(int32(len(conns)))
