@@ -96,6 +96,9 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 // open is Open with the checkpointer's interval (tests that drive the
 // checkpointer themselves set it long).
 func open(ctx context.Context, path string, ckEvery time.Duration) (*SQLite, error) {
+	if configErr != nil {
+		slog.Default().Warn("store: SQLite runs with its default settings", "err", configErr)
+	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", "5000")
