@@ -133,7 +133,12 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log logger, roster *Roster, 
 		}
 	}
 
-	stop := g.startTyping(to.Platform, bot.ID, to.ChatID)
+	// An instant turn's brain answers well before a typing indicator
+	// would show (typingAfter): its timer would only cost.
+	stop := func() {}
+	if !instant {
+		stop = g.startTyping(to.Platform, bot.ID, to.ChatID)
+	}
 	reply, err := g.think(ctx, bot, data, bot.Timeout)
 	stop()
 	if ctx.Err() != nil {
