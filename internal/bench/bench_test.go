@@ -44,6 +44,7 @@ func TestBenchQuick(t *testing.T) {
 	for _, note := range []string{
 		"over the gateway's closed loop the machine's CPUs were",
 		"the store's writer was busy",
+		"CPUs busy on the two alone",
 	} {
 		if !strings.Contains(out, note) {
 			t.Errorf("no note %q in:\n%s", note, out)
@@ -62,6 +63,30 @@ func TestSplit(t *testing.T) {
 	}
 	if got := (usage{}).split("echo"); got != "no CPU reading" {
 		t.Errorf("empty split = %q", got)
+	}
+}
+
+func TestCeiling(t *testing.T) {
+	// 5 s on 2 CPUs; 10,000 answers at 180 µs of the server's and 20 µs
+	// of the client's CPU each: 2 CPU-seconds a second / 200 µs.
+	p := usage{wall: 5 * time.Second, busy: 9 * time.Second, idle: time.Second,
+		server: 1800 * time.Millisecond, client: 200 * time.Millisecond}
+	want := "per answered message, 180 µs of the gateway's CPU and 20 µs of the load client's: with the 2 CPUs busy on the two alone, about 10,000/s"
+	if got := p.ceiling("gateway", 10000); got != want {
+		t.Errorf("ceiling = %q, want %q", got, want)
+	}
+	for _, tt := range []struct {
+		name    string
+		p       usage
+		answers int
+	}{
+		{"no answers", p, 0},
+		{"no CPU reading", usage{wall: time.Second}, 10},
+		{"no wall time", usage{busy: time.Second, server: time.Second}, 10},
+	} {
+		if got := tt.p.ceiling("gateway", tt.answers); got != "" {
+			t.Errorf("%s: ceiling = %q, want none", tt.name, got)
+		}
 	}
 }
 

@@ -162,6 +162,9 @@ func (b *bench) webLoad(ctx context.Context) error {
 				x.who, x.f.closedUse.server.Seconds(), float64(x.f.closedUse.server.Microseconds())/float64(n), thousands(int64(n)))
 		}
 		b.note("throughput: over the %s's closed loop the machine's CPUs were %s.", x.who, x.f.closedUse.split(x.who))
+		if c := x.f.closedUse.ceiling(x.who, x.f.closed.answers); c != "" {
+			b.note("throughput: %s (the CPU and the answers of the whole phase, warm-up included).", c)
+		}
 	}
 	if w, n := g.closedUse.writer, g.closed.answers; n > 0 && w.batches > 0 {
 		b.note("throughput: the store's writer was busy %.0f%% of the gateway's closed loop: %s transactions of %.0f writes on average, %.1f writes per answered message.",
