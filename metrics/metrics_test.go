@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"strings"
 	"testing"
 )
@@ -59,4 +60,50 @@ func TestLabelKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadText reads back what WriteText wrote, series by series.
+func TestReadText(t *testing.T) {
+	r := New()
+	c := r.NewCounter("events_total", "Events.", "platform")
+	c.Add(2, "telegram")
+	c.Inc("a b")
+	r.NewCounterFunc("kept_total", "Kept elsewhere.", func() float64 { return 1.5 })
+	h := r.NewHistogram("brain_seconds", "Brain time.", []float64{0.1}, "bot")
+	h.Observe(0.05, "matty")
+	var sb strings.Builder
+	r.WriteText(&sb)
+	got, err := ReadText(strings.NewReader(sb.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		`events_total{platform="telegram"}`:           2,
+		`events_total{platform="a b"}`:                1,
+		"kept_total":                                  1.5,
+		`brain_seconds_bucket{bot="matty",le="0.1"}`:  1,
+		`brain_seconds_bucket{bot="matty",le="+Inf"}`: 1,
+		`brain_seconds_sum{bot="matty"}`:              0.05,
+		`brain_seconds_count{bot="matty"}`:            1,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("ReadText = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"depth", "depth three", " 3"} {
+		if _, err := ReadText(strings.NewReader(bad + "\n")); err == nil {
+			t.Errorf("ReadText(%q): no error", bad)
+		}
+	}
+}
+
+func FuzzReadText(f *testing.F) {
+	f.Add("# TYPE x counter\nx 1\n")
+	f.Add(`x{a="b c"} +Inf` + "\n\n")
+	f.Add("x")
+	f.Fuzz(func(t *testing.T, in string) {
+		vals, err := ReadText(strings.NewReader(in))
+		if err != nil && vals != nil {
+			t.Errorf("values %v with error %v", vals, err)
+		}
+	})
 }

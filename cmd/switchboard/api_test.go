@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchboard-chat/switchboard/metrics"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 )
 
@@ -224,18 +224,16 @@ func TestMetrics(t *testing.T) {
 	}
 	// The message and its answer were written: the writer has run at
 	// least one batch of at least one write, for some time.
+	vals, err := metrics.ReadText(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
 	value := func(name string) float64 {
-		for line := range strings.Lines(body) {
-			if v, ok := strings.CutPrefix(line, name+" "); ok {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				if err != nil {
-					t.Fatalf("%s: %v", name, err)
-				}
-				return f
-			}
+		v, ok := vals[name]
+		if !ok {
+			t.Fatalf("metrics lack %s:\n%s", name, body)
 		}
-		t.Fatalf("metrics lack %s:\n%s", name, body)
-		return 0
+		return v
 	}
 	batches, writes := value("switchboard_store_write_batches_total"), value("switchboard_store_writes_total")
 	if batches < 1 || writes < batches || value("switchboard_store_writer_busy_seconds_total") <= 0 {

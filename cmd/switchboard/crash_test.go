@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-chat/switchboard/metrics"
 )
 
 // crashBots is the configuration of the crash test: two bots whose
@@ -536,18 +537,9 @@ func turnsByPath(addr string) (queued, instant int, err error) {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	vals, err := metrics.ReadText(resp.Body)
 	if err != nil {
 		return 0, 0, err
 	}
-	for line := range strings.Lines(string(body)) {
-		var n float64 // written with %g
-		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="queued"} %g`, &n); err == nil {
-			queued = int(n)
-		}
-		if _, err := fmt.Sscanf(line, `switchboard_turns_total{path="instant"} %g`, &n); err == nil {
-			instant = int(n)
-		}
-	}
-	return queued, instant, nil
+	return int(vals[`switchboard_turns_total{path="queued"}`]), int(vals[`switchboard_turns_total{path="instant"}`]), nil
 }

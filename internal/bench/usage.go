@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/metrics"
 )
 
 // usage is who used the machine's CPUs: a reading, cumulative, or what
@@ -144,32 +146,15 @@ func (s *server) writerStats() (writerStats, error) {
 	if resp.StatusCode != http.StatusOK {
 		return writerStats{}, fmt.Errorf("/metrics: %s", resp.Status)
 	}
-	var w writerStats
-	found := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "switchboard_store_write_batches_total":
-			w.batches, found = v, found+1
-		case "switchboard_store_writes_total":
-			w.writes, found = v, found+1
-		case "switchboard_store_writer_busy_seconds_total":
-			w.busy, found = time.Duration(v*float64(time.Second)), found+1
-		}
-	}
-	if err := sc.Err(); err != nil {
+	vals, err := metrics.ReadText(resp.Body)
+	if err != nil {
 		return writerStats{}, err
 	}
-	if found != 3 {
-		return writerStats{}, fmt.Errorf("/metrics: %d of the 3 store writer counters", found)
+	batches, ok1 := vals["switchboard_store_write_batches_total"]
+	writes, ok2 := vals["switchboard_store_writes_total"]
+	busy, ok3 := vals["switchboard_store_writer_busy_seconds_total"]
+	if !ok1 || !ok2 || !ok3 {
+		return writerStats{}, fmt.Errorf("/metrics: the store writer counters are missing")
 	}
-	return w, nil
+	return writerStats{batches: batches, writes: writes, busy: time.Duration(busy * float64(time.Second))}, nil
 }
