@@ -20,6 +20,11 @@ import (
 // the turn produced nothing usable: the gateway apologises to the user on
 // the bot's behalf and logs the error, so the error text may be detailed
 // but must not contain secrets.
+//
+// The turn's slices (History, GroupHistory, Team, Context, and the
+// delegation's) belong to the gateway, which reuses them once Reply has
+// returned: a brain reads them and does not write into them, and copies
+// what it keeps past its return.
 type Brain interface {
 	Reply(ctx context.Context, turn Turn) (Reply, error)
 }

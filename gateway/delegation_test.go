@@ -53,7 +53,7 @@ func (r *recording) Instant() bool {
 
 func (r *recording) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
 	r.mu.Lock()
-	r.turns = append(r.turns, t)
+	r.turns = append(r.turns, kept(t))
 	r.mu.Unlock()
 	return r.Brain.Reply(ctx, t)
 }

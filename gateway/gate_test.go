@@ -78,7 +78,7 @@ func TestGroupHistoryIsLabelled(t *testing.T) {
 	var seen brains.Turn
 	done := make(chan struct{}, 1)
 	look := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
-		seen = tr
+		seen = kept(tr)
 		done <- struct{}{}
 		return brains.Reply{Text: "ok"}, nil
 	})

@@ -274,7 +274,7 @@ func (g *Gateway) appendStored(ctx context.Context, ev Event, user UserRef, turn
 	// stored, so a session's queue follows its messages.
 	res, err := g.store.AppendInbound(ctx, Inbound{
 		Event: ev, UserID: user.ID, UserName: user.Name, Turns: turns,
-		OnStored: g.inboundStored(ev),
+		OnStored: g.inboundStored(&ev),
 	})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("deliver: %w", err)
@@ -284,13 +284,14 @@ func (g *Gateway) appendStored(ctx context.Context, ev Event, user UserRef, turn
 
 // inboundStored is the callback of ev's write: it tells the platform and
 // queues the turns the message queued.
-func (g *Gateway) inboundStored(ev Event) func(InboundResult) {
+func (g *Gateway) inboundStored(ev *Event) func(InboundResult) {
+	onStored, platform := ev.OnStored, ev.Platform
 	return func(res InboundResult) {
-		if ev.OnStored != nil {
-			ev.OnStored(Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate})
+		if onStored != nil {
+			onStored(Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate})
 		}
 		if !res.Duplicate {
-			g.obs.EventIn(ev.Platform)
+			g.obs.EventIn(platform)
 			for _, t := range res.Turns {
 				g.push(t)
 			}

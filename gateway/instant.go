@@ -91,8 +91,8 @@ func (g *Gateway) deliverInstant(ctx context.Context, ev Event, user UserRef, ro
 	if !ok {
 		return stored()
 	}
-	c.OnStored = g.completionStored(c)
-	in := Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: []TurnRequest{req}, OnStored: g.inboundStored(ev)}
+	c.OnStored = g.completionStored(&c)
+	in := Inbound{Event: ev, UserID: user.ID, UserName: user.Name, Turns: []TurnRequest{req}, OnStored: g.inboundStored(&ev)}
 	res, _, err := g.store.AppendAnswered(ctx, in, c, latest)
 	if errors.Is(err, ErrStale) {
 		return stored()

@@ -30,8 +30,18 @@ type turnLog struct {
 
 func (l *turnLog) add(t brains.Turn) {
 	l.mu.Lock()
-	l.turns = append(l.turns, t)
+	l.turns = append(l.turns, kept(t))
 	l.mu.Unlock()
+}
+
+// kept is t with copies of the slices the gateway reuses once Reply
+// returns (brains.Brain), for a test brain that keeps its turns.
+func kept(t brains.Turn) brains.Turn {
+	t.History = slices.Clone(t.History)
+	t.GroupHistory = slices.Clone(t.GroupHistory)
+	t.Team = slices.Clone(t.Team)
+	t.Context = slices.Clone(t.Context)
+	return t
 }
 
 func (l *turnLog) count() int {

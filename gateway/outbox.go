@@ -126,13 +126,15 @@ func (o *outbox) asyncSender(m Outbound) (AsyncSender, bool) {
 // retries, parking and failing as in deliver), so an error here loses
 // nothing.
 func (o *outbox) sendAsync(p AsyncSender, key laneKey, l *lane, m Outbound) {
+	// The callback keeps what it needs of m, not m.
+	e := entryOf(m)
 	p.SendAsync(o.ctx, m, func(err error) {
 		if err != nil {
 			o.spawn(func() { o.work(key, l) })
 			return
 		}
 		// A mark without a platform ID is a lazy write: it does not wait.
-		o.sent(m, "")
+		o.sent(e, "")
 		o.mu.Lock()
 		l.items = l.items[1:]
 		if len(l.items) > 0 && o.ctx.Err() == nil {
@@ -157,17 +159,25 @@ func (o *outbox) stopLocked(key laneKey, l *lane) {
 	o.running--
 }
 
-// logFor is the log of m's delivery.
-func (o *outbox) logFor(m Outbound) logger {
-	return with(o.log, "outbox", m.OutboxID, "platform", m.Platform, "bot", m.Bot)
+// entry names an outbox entry: its ID, platform and bot.
+type entry struct {
+	id            int64
+	platform, bot string
 }
 
-// sent records m delivered, as the platform's message id. Recorded even
+func entryOf(m Outbound) entry { return entry{m.OutboxID, m.Platform, m.Bot} }
+
+// logFor is the log of e's delivery.
+func (o *outbox) logFor(e entry) logger {
+	return with(o.log, "outbox", e.id, "platform", e.platform, "bot", e.bot)
+}
+
+// sent records e delivered, as the platform's message id. Recorded even
 // while shutting down, or the reply would be sent again on the next start.
-func (o *outbox) sent(m Outbound, id string) {
-	o.obs.EventOut(m.Platform)
-	if err := o.store.MarkSent(context.WithoutCancel(o.ctx), m.OutboxID, id); err != nil {
-		o.logFor(m).Error("mark sent", "err", err)
+func (o *outbox) sent(e entry, id string) {
+	o.obs.EventOut(e.platform)
+	if err := o.store.MarkSent(context.WithoutCancel(o.ctx), e.id, id); err != nil {
+		o.logFor(e).Error("mark sent", "err", err)
 	}
 }
 
@@ -340,7 +350,7 @@ func (o *outbox) work(key laneKey, l *lane) {
 // recipient is unreachable (parked is then true and the entry stays
 // pending).
 func (o *outbox) deliver(m Outbound) (parked bool) {
-	log := o.logFor(m)
+	log := o.logFor(entryOf(m))
 	for {
 		p, ok := o.platform(m.Platform)
 		if !ok {
@@ -349,7 +359,7 @@ func (o *outbox) deliver(m Outbound) (parked bool) {
 		}
 		id, err := o.sendParts(p, &m)
 		if err == nil {
-			o.sent(m, id)
+			o.sent(entryOf(m), id)
 			return false
 		}
 		if o.ctx.Err() != nil {

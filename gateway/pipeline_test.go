@@ -176,7 +176,7 @@ func TestHistoryReachesBrain(t *testing.T) {
 	var mu sync.Mutex
 	rec := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
 		mu.Lock()
-		last = tr
+		last = kept(tr)
 		mu.Unlock()
 		return brains.Reply{Text: "ok " + tr.Text}, nil
 	})

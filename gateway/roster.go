@@ -63,6 +63,11 @@ type Roster struct {
 	order   []*Bot
 	byID    map[string]*Bot
 	parsers map[string]*delegation.Parser
+	// What every turn asks of the roster, worked out once: the longest
+	// history window, and each bot's team (brains.Turn.Team; shared by
+	// its turns, which only read it).
+	historyLimit int
+	teams        map[string][]brains.Mate
 }
 
 // NewRoster indexes bots; later duplicates of an ID are ignored
@@ -88,8 +93,25 @@ func NewRoster(bots []*Bot) *Roster {
 			r.parsers[b.ID] = p
 		}
 	}
+	r.historyLimit = defaultHistoryWindow
+	r.teams = make(map[string][]brains.Mate, len(r.order))
+	for _, bot := range r.order {
+		r.historyLimit = max(r.historyLimit, bot.HistoryWindow)
+		var team []brains.Mate
+		for _, b := range r.order {
+			if b.ID != bot.ID && !b.Public && !bot.Public && bot.Allows(b.ID) {
+				summary, _, _ := strings.Cut(strings.TrimSpace(b.Persona), "\n")
+				team = append(team, brains.Mate{ID: b.ID, Name: b.Name, Summary: summary})
+			}
+		}
+		r.teams[bot.ID] = team
+	}
 	return r
 }
+
+// team lists the bots bot id may hand work to, for its turns. The slice
+// is shared: read it, do not write into it.
+func (r *Roster) team(id string) []brains.Mate { return r.teams[id] }
 
 // Parser returns the trigger parser of bot id.
 func (r *Roster) Parser(id string) (*delegation.Parser, bool) {

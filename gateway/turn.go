@@ -205,7 +205,7 @@ func apology(bot *Bot) string {
 // its messages to the outbox, queues the turns it started and pushes the
 // delegation changes to watchers.
 func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
-	c.OnStored = g.completionStored(c)
+	c.OnStored = g.completionStored(&c)
 	if !g.retryStore(ctx, log, "complete turn", func() error {
 		_, err := g.store.CompleteTurn(ctx, c)
 		return err
@@ -221,9 +221,10 @@ func (g *Gateway) complete(ctx context.Context, log logger, c Completion) {
 // completionStored is the callback of c's write. Replies and new turns
 // are queued there, in the order they were stored; watchers see "queued"
 // before the target's turn can say "running".
-func (g *Gateway) completionStored(c Completion) func(Completed) {
+func (g *Gateway) completionStored(c *Completion) func(Completed) {
+	delegations := c.Delegations
 	return func(done Completed) {
-		for _, d := range c.Delegations {
+		for _, d := range delegations {
 			g.notify(d.Record)
 		}
 		for _, o := range done.Outbox {
@@ -261,11 +262,10 @@ func (g *Gateway) retryStore(ctx context.Context, log logger, what string, fn fu
 }
 
 func (g *Gateway) historyLimit() int {
-	n := defaultHistoryWindow
-	for _, b := range g.roster.Load().Bots() {
-		n = max(n, b.HistoryWindow)
+	if r := g.roster.Load(); r != nil && r.historyLimit > 0 {
+		return r.historyLimit
 	}
-	return n
+	return defaultHistoryWindow
 }
 
 // think runs the brain within timeout.
@@ -294,14 +294,19 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout ti
 		Platform:  data.Message.Platform,
 		Group:     data.Message.ChatType == ChatGroup,
 		Text:      data.Text,
-		History:   entries(history),
 	}
+	// The history's entries go back to the pool once the brain has
+	// answered: a brain keeps none of a turn's slices (brains.Brain).
+	buf := entryPool.Get().(*[]brains.Entry)
+	defer func() {
+		clear(*buf)
+		entryPool.Put(buf)
+	}()
+	*buf = appendEntries((*buf)[:0], history)
+	turn.History = *buf
 	roster := g.roster.Load()
-	for _, b := range roster.Bots() {
-		if b.ID != bot.ID && !b.Public && !bot.Public && bot.Allows(b.ID) {
-			summary, _, _ := strings.Cut(strings.TrimSpace(b.Persona), "\n")
-			turn.Team = append(turn.Team, brains.Mate{ID: b.ID, Name: b.Name, Summary: summary})
-		}
+	if team := roster.team(bot.ID); len(team) > 0 {
+		turn.Team = team
 	}
 	if d := data.Delegation; d != nil {
 		turn.Platform = d.Origin.Platform
@@ -408,12 +413,19 @@ func (g *Gateway) startTyping(platform, bot, chatID string) func() {
 
 // entries converts stored messages to brain history.
 func entries(msgs []Message) []brains.Entry {
-	out := make([]brains.Entry, 0, len(msgs))
+	return appendEntries(make([]brains.Entry, 0, len(msgs)), msgs)
+}
+
+// appendEntries appends msgs to out as brain history.
+func appendEntries(out []brains.Entry, msgs []Message) []brains.Entry {
 	for _, m := range msgs {
 		out = append(out, brains.Entry{Kind: m.From.Kind, From: m.From.Name, Text: m.Text, Time: m.Time})
 	}
 	return out
 }
+
+// entryPool holds the arrays of turns' histories (think).
+var entryPool = sync.Pool{New: func() any { return new([]brains.Entry) }}
 
 // before returns the messages older than id.
 func before(msgs []Message, id int64) []Message {

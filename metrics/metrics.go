@@ -56,19 +56,32 @@ type Counter struct {
 	labels []string
 	mu     sync.Mutex
 	vals   map[string]float64
+	// keys maps the value of a one-label counter to its series' key, so
+	// that counting (per message, for some) builds no string.
+	keys map[string]string
 }
 
 // NewCounter registers a counter with label names.
 func (r *Registry) NewCounter(name, help string, labels ...string) *Counter {
-	c := &Counter{help: help, labels: labels, vals: make(map[string]float64)}
+	c := &Counter{help: help, labels: labels, vals: make(map[string]float64), keys: make(map[string]string)}
 	r.add(name, c)
 	return c
 }
 
 // Add adds v for the label values (in the order the labels were named).
 func (c *Counter) Add(v float64, values ...string) {
-	key := labelKey(c.labels, values)
+	one := len(c.labels) == 1 && len(values) == 1
 	c.mu.Lock()
+	key, ok := "", false
+	if one {
+		key, ok = c.keys[values[0]]
+	}
+	if !ok {
+		key = labelKey(c.labels, values)
+		if one {
+			c.keys[values[0]] = key
+		}
+	}
 	c.vals[key] += v
 	c.mu.Unlock()
 }

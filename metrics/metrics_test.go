@@ -12,6 +12,8 @@ func TestWrite(t *testing.T) {
 	c.Inc("web")
 	c.Add(2, "telegram")
 	c.Inc("we\"b")
+	c.Inc("web") // a second count of a series goes through its cached key
+	c.Inc("we\"b")
 	r.NewGaugeFunc("depth", "Depth.", func() float64 { return 3 })
 	r.NewCounterFunc("kept_total", "Kept elsewhere.", func() float64 { return 1.5 })
 	h := r.NewHistogram("brain_seconds", "Brain time.", []float64{0.1, 1}, "bot", "kind")
@@ -23,8 +25,8 @@ func TestWrite(t *testing.T) {
 	for _, want := range []string{
 		"# TYPE events_total counter",
 		`events_total{platform="telegram"} 2`,
-		`events_total{platform="web"} 1`,
-		`events_total{platform="we\"b"} 1`,
+		`events_total{platform="web"} 2`,
+		`events_total{platform="we\"b"} 2`,
 		"# TYPE depth gauge\ndepth 3",
 		"# TYPE kept_total counter\nkept_total 1.5",
 		`brain_seconds_bucket{bot="matty",kind="script",le="0.1"} 1`,

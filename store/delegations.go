@@ -88,7 +88,7 @@ func startDelegation(ctx context.Context, tx *txn, nd gateway.NewDelegation, now
 	if wrapper.ID, err = insertMessage(ctx, tx, 0, wrapper, sid); err != nil {
 		return gateway.TurnRef{}, err
 	}
-	linkMessage(tx, sid, wrapper)
+	linkMessage(tx, sid, &wrapper)
 	ref := gateway.TurnRef{SessionID: sid}
 	if ref.ID, err = insertID(tx, `INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
 		VALUES (?, ?, ?, ?, ?)`, sid, wrapper.ID, d.Task, d.ID, now); err != nil {

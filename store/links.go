@@ -273,9 +273,9 @@ func removeID(ids []int64, id int64) []int64 {
 
 // linkMessage adds a message just inserted, with its sessions, to the
 // history of session (and, once committed, to its recent window).
-func linkMessage(tx *txn, session string, m gateway.Message) {
+func linkMessage(tx *txn, session string, m *gateway.Message) {
 	tx.s.links.stage(logEntry{session: session, message: m.ID})
-	tx.onStored(func() { tx.s.recent.appendMessage(session, m) })
+	tx.s.hooks = append(tx.s.hooks, hook{session: session, msg: *m})
 }
 
 // keyMessage records the dedupe key of an inbound message just inserted.

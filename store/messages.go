@@ -244,7 +244,7 @@ func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound,
 	for i, t := range in.Turns {
 		sid := sids[i]
 		if !slices.Contains(sids[:i], sid) {
-			linkMessage(tx, sid, m)
+			linkMessage(tx, sid, &m)
 		}
 		ref := gateway.TurnRef{SessionID: sid}
 		var after any
@@ -266,12 +266,12 @@ func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound,
 			tx.onStored(func() { s.recent.addTurn(cached) })
 		}
 	}
-	if in.OnStored != nil {
+	if onStored := in.OnStored; onStored != nil {
 		stored := *res
 		if doneAt != 0 {
 			stored.Turns = nil
 		}
-		tx.onStored(func() { in.OnStored(stored) })
+		tx.onStored(func() { onStored(stored) })
 	}
 	return nil
 }
@@ -283,9 +283,9 @@ func duplicate(ctx context.Context, tx *txn, res *gateway.InboundResult, in gate
 		return err
 	}
 	*res = gateway.InboundResult{Duplicate: true, Message: m}
-	if in.OnStored != nil {
+	if onStored := in.OnStored; onStored != nil {
 		stored := *res
-		tx.onStored(func() { in.OnStored(stored) })
+		tx.onStored(func() { onStored(stored) })
 	}
 	return nil
 }

@@ -184,7 +184,7 @@ func (r *recent) stale(session string, at int64) bool {
 
 // appendMessage adds a message just linked to a session to its window, if
 // the session has one.
-func (r *recent) appendMessage(session string, m gateway.Message) {
+func (r *recent) appendMessage(session string, m *gateway.Message) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.sessions[session]
@@ -351,7 +351,7 @@ func (r *recent) turn(turnID int64, limit int) (d gateway.TurnData, delegation s
 }
 
 // historyView is m as SQLite.history reads it: what a brain is shown.
-func historyView(m gateway.Message) gateway.Message {
+func historyView(m *gateway.Message) gateway.Message {
 	return gateway.Message{ID: m.ID, Kind: m.Kind, From: m.From, UserID: m.UserID, Bot: m.Bot, Text: m.Text, Time: fromMicros(micros(m.Time))}
 }
 

@@ -1567,7 +1567,7 @@ func TestRecentSweepDropsIdleWindows(t *testing.T) {
 	now := time.Now()
 	r.sessions["old"].used = now.Add(-2 * recentIdle)
 	r.sessions["mid"].used = now.Add(-recentIdle / 2)
-	r.appendMessage("new", gateway.Message{ID: 1, From: gateway.Party{Kind: "human"}})
+	r.appendMessage("new", &gateway.Message{ID: 1, From: gateway.Party{Kind: "human"}})
 	r.sweep(now)
 	if _, ok := r.sessions["old"]; ok {
 		t.Error("a window idle for twice recentIdle was kept")

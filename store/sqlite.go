@@ -63,6 +63,11 @@ type SQLite struct {
 	// how many committed ones wait.
 	links    linkLog
 	unlinked atomic.Int64
+	// hooks are the stored callbacks of the batch the committer runs, in
+	// order, and hookEnds where each write's end; both are reused from
+	// batch to batch (see txn.onStored).
+	hooks    []hook
+	hookEnds []int
 
 	// Writes go to one committer goroutine, which runs whatever is waiting
 	// in one transaction (group commit); see runBatch for how one failure
@@ -611,41 +616,46 @@ func (s *SQLite) WriterStats() WriterStats {
 func (s *SQLite) runBatch(batch []writeReq) {
 	defer func(start time.Time) { s.stats.busy.Add(int64(time.Since(start))) }(time.Now())
 	if len(batch) > 1 {
-		if errs, hooks, ok := s.tryBatch(batch); ok {
-			s.finish(batch, errs, hooks)
+		if errs, ok := s.tryBatch(batch); ok {
+			s.finish(batch, errs)
 			return
 		}
 	}
 	for _, r := range batch {
 		one := []writeReq{r}
-		errs, hooks, _ := s.tryBatch(one)
-		s.finish(one, errs, hooks)
+		errs, _ := s.tryBatch(one)
+		s.finish(one, errs)
 	}
 }
 
-// tryBatch runs the writes of batch in one transaction and commits it. ok
-// is false when a write or the commit failed and the transaction was
-// rolled back; a write whose caller has gone is skipped, not failed.
-func (s *SQLite) tryBatch(batch []writeReq) (errs []error, hooks [][]func(), ok bool) {
+// tryBatch runs the writes of batch in one transaction and commits it,
+// leaving their stored callbacks in s.hooks (the i-th write's end at
+// s.hookEnds[i]). ok is false when a write or the commit failed and the
+// transaction was rolled back; a write whose caller has gone is skipped,
+// not failed.
+func (s *SQLite) tryBatch(batch []writeReq) (errs []error, ok bool) {
 	errs = make([]error, len(batch))
-	hooks = make([][]func(), len(batch))
+	s.resetHooks()
+	s.hookEnds = slices.Grow(s.hookEnds[:0], len(batch))[:len(batch)]
 	s.links.begin()
 	err := s.withConn(func(c *conn) error {
 		if _, err := c.exec("BEGIN IMMEDIATE"); err != nil {
 			return err
 		}
+		t := &txn{c: c, s: s}
 		for i, r := range batch {
+			start := len(s.hooks)
 			if err := r.ctx.Err(); err != nil {
 				errs[i] = err
+				s.hookEnds[i] = start
 				continue
 			}
-			t := &txn{c: c, s: s}
 			if err := r.fn(t); err != nil {
 				errs[i] = err
 				c.exec("ROLLBACK")
 				return err
 			}
-			hooks[i] = t.stored
+			s.hookEnds[i] = len(s.hooks)
 		}
 		if _, err := c.exec("COMMIT"); err != nil {
 			c.exec("ROLLBACK") // in case the failed commit left it open
@@ -659,27 +669,39 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, hooks [][]func(), ok 
 	})
 	if err != nil {
 		s.links.rolledBack()
+		s.resetHooks()
 		for i := range errs {
+			s.hookEnds[i] = 0
 			if errs[i] == nil {
 				errs[i] = err
 			}
 		}
-		return errs, hooks, false
+		return errs, false
 	}
-	return errs, hooks, true
+	return errs, true
+}
+
+// resetHooks empties s.hooks, letting go of what its callbacks held.
+func (s *SQLite) resetHooks() {
+	clear(s.hooks)
+	s.hooks = s.hooks[:0]
 }
 
 // finish runs the stored callbacks of the writes that committed and
 // answers every caller. Callbacks run here, on the committer, so they see
 // writes in the order they were stored.
-func (s *SQLite) finish(batch []writeReq, errs []error, hooks [][]func()) {
+func (s *SQLite) finish(batch []writeReq, errs []error) {
+	start := 0
 	for i := range batch {
+		end := s.hookEnds[i]
 		if errs[i] == nil {
-			for _, fn := range hooks[i] {
-				fn()
+			for j := start; j < end; j++ {
+				s.hooks[j].run(s)
 			}
 		}
+		start = end
 	}
+	s.resetHooks()
 	for i, r := range batch {
 		switch {
 		case r.done != nil:
@@ -705,8 +727,8 @@ func (s *SQLite) logger() *slog.Logger {
 // opening, before the committer runs.
 func (s *SQLite) txNow(ctx context.Context, fn func(*txn) error) error {
 	one := []writeReq{{ctx: ctx, fn: fn, done: make(chan error, 1)}}
-	errs, hooks, _ := s.tryBatch(one)
-	s.finish(one, errs, hooks)
+	errs, _ := s.tryBatch(one)
+	s.finish(one, errs)
 	return <-one[0].done
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+
+	"github.com/switchboard-chat/switchboard/gateway"
 )
 
 // Statements are prepared once per pool and reused: preparing a statement
@@ -88,16 +90,35 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// txn is a write transaction on the committer's connection.
+// txn is a write transaction on the committer's connection; one serves
+// every write of a batch.
 type txn struct {
 	c *conn
 	s *SQLite
-	// stored are callbacks to run, in order, once the transaction commits.
-	stored []func()
 }
 
-// onStored runs fn after the commit that makes this write durable.
-func (t *txn) onStored(fn func()) { t.stored = append(t.stored, fn) }
+// onStored runs fn after the commit that makes this write durable, after
+// the callbacks the batch's writes asked for before it.
+func (t *txn) onStored(fn func()) { t.s.hooks = append(t.s.hooks, hook{fn: fn}) }
+
+// hook is a stored callback: fn, or for the commonest one, a message
+// added to a session's recent window (linkMessage), which is kept as data
+// rather than a closure so that the committer's reused array holds it
+// and a message costs no allocation for it.
+type hook struct {
+	fn      func()
+	session string
+	msg     gateway.Message
+}
+
+// run runs the callback.
+func (h *hook) run(s *SQLite) {
+	if h.fn != nil {
+		h.fn()
+		return
+	}
+	s.recent.appendMessage(h.session, &h.msg)
+}
 
 // A statement in a shared transaction must not be interrupted by its
 // caller's context: an interrupted statement rolls back the whole

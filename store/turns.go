@@ -171,46 +171,50 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 	if len(in.Turns) != 1 {
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %d turns, want 1", len(in.Turns))
 	}
-	var (
-		res   gateway.InboundResult
-		out   gateway.Completed
-		stale bool
-	)
+	// The write's inputs and outcome, in one allocation.
+	w := &struct {
+		in     gateway.Inbound
+		c      gateway.Completion
+		latest int64
+		res    gateway.InboundResult
+		out    gateway.Completed
+		stale  bool
+	}{in: in, c: c, latest: latest}
 	err := s.txIntake(ctx, func(tx *txn) error {
-		res, out = gateway.InboundResult{}, gateway.Completed{}
+		w.res, w.out = gateway.InboundResult{}, gateway.Completed{}
 		// The session's newest message: committed ones are in its window
 		// (their callbacks ran before this batch), and the ones written
 		// earlier in this batch wait in the link log. A session with a
 		// pending turn is stale too: the turn came first. A stale answer
 		// writes nothing and fails nothing: the batch it is in commits.
-		newest, cached := s.recent.latest(c.Session)
-		if ids := s.links.links[c.Session]; len(ids) > 0 {
+		newest, cached := s.recent.latest(w.c.Session)
+		if ids := s.links.links[w.c.Session]; len(ids) > 0 {
 			newest = max(newest, ids[len(ids)-1])
 		}
-		if stale = !cached || newest != latest; stale {
+		if w.stale = !cached || newest != w.latest; w.stale {
 			return nil
 		}
 		now := micros(timeNow())
-		if err := s.appendInbound(ctx, tx, in, &res, now); err != nil || res.Duplicate {
+		if err := s.appendInbound(ctx, tx, w.in, &w.res, now); err != nil || w.res.Duplicate {
 			return err
 		}
-		if sid := res.Turns[0].SessionID; sid != c.Session {
-			return fmt.Errorf("the answer was made in session %s, the message's is %s", c.Session, sid)
+		if sid := w.res.Turns[0].SessionID; sid != w.c.Session {
+			return fmt.Errorf("the answer was made in session %s, the message's is %s", w.c.Session, sid)
 		}
-		c := c
-		c.Turn = res.Turns[0]
-		res.Turns = nil // done: nothing to queue
-		return s.completeTurn(ctx, tx, c, &out, now, true)
+		c := w.c
+		c.Turn = w.res.Turns[0]
+		w.res.Turns = nil // done: nothing to queue
+		return s.completeTurn(ctx, tx, c, &w.out, now, true)
 	})
 	switch {
 	case err != nil:
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %w", err)
-	case stale:
+	case w.stale:
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %w", gateway.ErrStale)
-	case res.Duplicate:
-		return res, gateway.Completed{}, nil
+	case w.res.Duplicate:
+		return w.res, gateway.Completed{}, nil
 	}
-	return res, out, nil
+	return w.res, w.out, nil
 }
 
 // completeTurn is CompleteTurn inside tx at now; closed says the turn was
@@ -218,7 +222,7 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion, out *gateway.Completed, now int64, closed bool) error {
 	// A completion without a turn settles a delegation (after a
 	// restart); it has no turn to check or close.
-	var delegation sql.NullString
+	var delegation string
 	if c.Turn.ID != 0 && !closed {
 		// Closed first: a turn already done (or unknown) writes
 		// nothing more. (turns.reply_id is no longer written: nothing
@@ -236,9 +240,11 @@ func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion
 	}
 	if c.Turn.ID != 0 && len(c.Artifacts) > 0 {
 		// Artifacts belong to the turn's delegation too.
-		if err := tx.QueryRowContext(ctx, `SELECT delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&delegation); err != nil {
+		var d sql.NullString
+		if err := tx.QueryRowContext(ctx, `SELECT delegation_id FROM turns WHERE id = ?`, c.Turn.ID).Scan(&d); err != nil {
 			return err
 		}
+		delegation = d.String
 	}
 	// Hand-offs first, so the posts that mention them can carry their
 	// status.
@@ -257,14 +263,14 @@ func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion
 			return err
 		}
 		if i == 0 {
-			if err := insertArtifacts(ctx, tx, c.Artifacts, o.MessageID, delegation.String, now); err != nil {
+			if err := insertArtifacts(ctx, tx, c.Artifacts, o.MessageID, delegation, now); err != nil {
 				return err
 			}
 		}
 		out.Outbox = append(out.Outbox, o)
 	}
 	if len(c.Posts) == 0 && len(c.Artifacts) > 0 {
-		if err := insertArtifacts(ctx, tx, c.Artifacts, 0, delegation.String, now); err != nil {
+		if err := insertArtifacts(ctx, tx, c.Artifacts, 0, delegation, now); err != nil {
 			return err
 		}
 	}
@@ -295,9 +301,9 @@ func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion
 		}
 		out.Turns = append(out.Turns, gateway.TurnRef{ID: tid, SessionID: c.Session})
 	}
-	if c.OnStored != nil {
+	if onStored := c.OnStored; onStored != nil {
 		stored := *out
-		tx.onStored(func() { c.OnStored(stored) })
+		tx.onStored(func() { onStored(stored) })
 	}
 	if c.Turn.ID == 0 {
 		return nil
@@ -306,7 +312,8 @@ func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion
 	// most every touchEvery (10 s): a busy session would otherwise
 	// update its row, on a page of its own, with every message.
 	touch := c.ResumeID != "" || s.recent.stale(c.Session, now)
-	tx.onStored(func() { s.recent.doneTurn(c.Turn.ID, c.Session, c.ResumeID, now, touch) })
+	turn, session, resume := c.Turn.ID, c.Session, c.ResumeID
+	tx.onStored(func() { s.recent.doneTurn(turn, session, resume, now, touch) })
 	if c.ResumeID != "" {
 		_, err := tx.ExecContext(ctx, `UPDATE sessions SET resume_id = ?, updated_at = ? WHERE id = ?`, c.ResumeID, now, c.Session)
 		return err
@@ -335,7 +342,7 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 	}
 	if p.Session != "" {
 		m.ID = id
-		linkMessage(tx, p.Session, m)
+		linkMessage(tx, p.Session, &m)
 	}
 	o := gateway.Outbound{
 		MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
@@ -361,7 +368,7 @@ func note(ctx context.Context, tx *txn, n gateway.Note) error {
 		return err
 	}
 	m.ID = id
-	linkMessage(tx, n.Session, m)
+	linkMessage(tx, n.Session, &m)
 	return nil
 }
 

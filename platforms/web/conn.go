@@ -348,14 +348,16 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	}
 	// The ack and the copies for the user's other tabs go out as soon as
 	// the message is stored, ahead of any reply to it.
+	// (The callback keeps the few fields it needs, not the event.)
+	ackID, chatID, group, bot, name, text := f.ClientID, ev.ChatID, ev.ChatType == gateway.ChatGroup, ev.Bot, ev.Sender.Name, ev.Text
 	ev.OnStored = func(rec gateway.Receipt) {
-		c.send(ackFrame{Type: "ack", ClientID: f.ClientID, ID: rec.MessageID})
+		c.send(ackFrame{Type: "ack", ClientID: ackID, ID: rec.MessageID})
 		if !rec.Duplicate {
-			c.a.broadcast(ev.ChatID, ev.ChatType == gateway.ChatGroup, c, func() any {
+			c.a.broadcast(chatID, group, c, func() any {
 				return messageFrame{
-					Type: "message", ID: rec.MessageID, Chat: ev.ChatID, Bot: ev.Bot,
-					From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: ev.Sender.Name},
-					Text: ev.Text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
+					Type: "message", ID: rec.MessageID, Chat: chatID, Bot: bot,
+					From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: name},
+					Text: text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
 				}
 			})
 		}
