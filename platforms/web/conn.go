@@ -47,8 +47,10 @@ type conn struct {
 	bucket tokenBucket
 	// frame holds the frame being read, reused by readLoop.
 	frame bytes.Buffer
-	// batch holds the frames of one flush, reused by writeLoop.
+	// batch holds the frames of one flush, and enc the bytes of a frame
+	// encoded by hand (writeFrame), both reused by writeLoop.
 	batch []outFrame
+	enc   []byte
 }
 
 // maxBatch is the most frames the write loop sends in one flush.
@@ -187,7 +189,7 @@ func (c *conn) writeBatch(f outFrame) error {
 	c.ws.SetWriteDeadline(deadline)
 	c.sock.hold()
 	batch := append(c.batch[:0], f)
-	err := c.ws.WriteJSON(f.v)
+	err := writeFrame(c.ws, f.v, &c.enc)
 	for err == nil && len(batch) < maxBatch {
 		var more bool
 		select {
@@ -198,7 +200,7 @@ func (c *conn) writeBatch(f outFrame) error {
 			break
 		}
 		batch = append(batch, f)
-		err = c.ws.WriteJSON(f.v)
+		err = writeFrame(c.ws, f.v, &c.enc)
 	}
 	if ferr := c.sock.flush(deadline); err == nil {
 		err = ferr

@@ -1,12 +1,15 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/gateway"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -171,4 +174,51 @@ func mustTime(s string) time.Time {
 		panic(err)
 	}
 	return t
+}
+
+// jsonStrings are strings that take every branch of appendJSONString.
+var jsonStrings = []string{
+	"", "plain text", `quote " and backslash \`, "<b>&amp;</b>", "tab\tnew\nline\rcr",
+	"\b\f\x00\x01\x1f\x7f", "héllo wörld ✓ 😀", "line\u2028para\u2029end", "bad \xff\xfe utf8 \xc3",
+	"\xe2\x80", strings.Repeat("long ", 100),
+}
+
+// TestAppendJSON holds the frames encoded by hand to what WriteJSON
+// (encoding/json and a newline) writes for them.
+func TestAppendJSON(t *testing.T) {
+	var frames []jsonAppender
+	for _, s := range jsonStrings {
+		frames = append(frames,
+			ackFrame{Type: "ack", ClientID: s, ID: 42},
+			messageFrame{Type: "message", ID: -7, Chat: s, Bot: s, From: gateway.Party{Kind: "bot", ID: s, Name: s}, Text: s, Time: "2026-11-24T09:00:00.123Z"},
+			messageFrame{Type: "message", ID: 1, Chat: "c", From: gateway.Party{Kind: "human"}, Text: s,
+				Delegation: &gateway.DelegationRef{ID: s, From: "matty", To: "finn", Task: s, Status: "queued", Depth: 2}},
+		)
+	}
+	for _, f := range frames {
+		want, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("%+v:\n got %s\nwant %s", f, got, want)
+		}
+	}
+}
+
+// FuzzAppendJSONString holds appendJSONString to encoding/json for any
+// string.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range jsonStrings {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
 }
