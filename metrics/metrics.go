@@ -56,34 +56,41 @@ type Counter struct {
 	labels []string
 	mu     sync.Mutex
 	vals   map[string]float64
-	// keys maps the value of a one-label counter to its series' key, so
-	// that counting (per message, for some) builds no string.
-	keys map[string]string
+	keys   keyCache
 }
 
 // NewCounter registers a counter with label names.
 func (r *Registry) NewCounter(name, help string, labels ...string) *Counter {
-	c := &Counter{help: help, labels: labels, vals: make(map[string]float64), keys: make(map[string]string)}
+	c := &Counter{help: help, labels: labels, vals: make(map[string]float64), keys: make(keyCache)}
 	r.add(name, c)
 	return c
 }
 
 // Add adds v for the label values (in the order the labels were named).
 func (c *Counter) Add(v float64, values ...string) {
-	one := len(c.labels) == 1 && len(values) == 1
 	c.mu.Lock()
-	key, ok := "", false
-	if one {
-		key, ok = c.keys[values[0]]
-	}
-	if !ok {
-		key = labelKey(c.labels, values)
-		if one {
-			c.keys[values[0]] = key
-		}
-	}
-	c.vals[key] += v
+	c.vals[c.keys.key(c.labels, values)] += v
 	c.mu.Unlock()
+}
+
+// keyCache maps the label values of a metric with at most two labels to
+// their series' key, so that counting (per message, for some metrics)
+// builds no string.
+type keyCache map[[2]string]string
+
+// key returns the series key of values. Callers hold the metric's mutex.
+func (kc keyCache) key(names, values []string) string {
+	if len(names) > 2 || len(values) != len(names) {
+		return labelKey(names, values)
+	}
+	var k [2]string
+	copy(k[:], values)
+	if key, ok := kc[k]; ok {
+		return key
+	}
+	key := labelKey(names, values)
+	kc[k] = key
+	return key
 }
 
 // Inc adds one.
@@ -127,6 +134,7 @@ type Histogram struct {
 	buckets []float64
 	mu      sync.Mutex
 	series  map[string]*series
+	keys    keyCache
 }
 
 type series struct {
@@ -140,16 +148,16 @@ var DefaultBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
 
 // NewHistogram registers a histogram with upper bounds buckets.
 func (r *Registry) NewHistogram(name, help string, buckets []float64, labels ...string) *Histogram {
-	h := &Histogram{help: help, labels: labels, buckets: buckets, series: make(map[string]*series)}
+	h := &Histogram{help: help, labels: labels, buckets: buckets, series: make(map[string]*series), keys: make(keyCache)}
 	r.add(name, h)
 	return h
 }
 
 // Observe records v for the label values.
 func (h *Histogram) Observe(v float64, values ...string) {
-	key := labelKey(h.labels, values)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	key := h.keys.key(h.labels, values)
 	s := h.series[key]
 	if s == nil {
 		s = &series{counts: make([]uint64, len(h.buckets))}

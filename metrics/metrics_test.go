@@ -19,6 +19,7 @@ func TestWrite(t *testing.T) {
 	h := r.NewHistogram("brain_seconds", "Brain time.", []float64{0.1, 1}, "bot", "kind")
 	h.Observe(0.05, "matty", "script")
 	h.Observe(0.5, "matty", "script")
+	h.Observe(0.5, "finn", "exec") // another series: "matty" "script" is cached, not this
 	var sb strings.Builder
 	r.WriteText(&sb)
 	got := sb.String()
@@ -34,6 +35,7 @@ func TestWrite(t *testing.T) {
 		`brain_seconds_bucket{bot="matty",kind="script",le="+Inf"} 2`,
 		`brain_seconds_sum{bot="matty",kind="script"} 0.55`,
 		`brain_seconds_count{bot="matty",kind="script"} 2`,
+		`brain_seconds_count{bot="finn",kind="exec"} 1`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)

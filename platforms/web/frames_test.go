@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -221,4 +222,55 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
 		}
 	})
+}
+
+// scanFrames are frames scanFrame takes and frames it must leave to
+// json.Unmarshal.
+var scanFrames = []string{
+	`{"type":"send","bot":"matty","text":"hi","client_id":"c1"}`,
+	` { "type" : "send" , "chat":"lobby", "text":"héllo ✓", "reply_to": 12 } `,
+	`{"type":"history","bot":"matty","limit":-0}`, `{"type":"history","chat":"x","limit":500}`,
+	`{}`, `{"limit":9223372036854775807}`,
+	`{"reply_to":9223372036854775808}`, `{"type":"join","chat":"lobby","bots":["finn"]}`, `{"TYPE":"send"}`, `{"type":"se\u006ed"}`,
+	`{"type":"send","type":"join"}`, `{"type":null}`, `{"limit":1.5}`, `{"limit":1e3}`, `{"limit":01}`,
+	`{"text":"bad ` + "\xff" + `"}`, `{"text":"tab` + "\t" + `"}`, `{"type":"send"}x`, `{"type":"send"`,
+	`{"type":"send",}`, `{"unknown":1}`, `[]`, `null`, ``,
+}
+
+// FuzzScanFrame holds the fast decoder to json.Unmarshal: whatever it
+// takes, json.Unmarshal takes too and decodes alike.
+func FuzzScanFrame(f *testing.F) {
+	for _, s := range scanFrames {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast inFrame
+		if !scanFrame(data, &fast) {
+			return
+		}
+		var slow inFrame
+		if err := json.Unmarshal(data, &slow); err != nil {
+			t.Fatalf("scanFrame took %q, which json.Unmarshal refuses: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("scanFrame(%q) = %+v, json.Unmarshal %+v", data, fast, slow)
+		}
+	})
+}
+
+// TestScanFrameTakesTheUsualFrames checks that the fast path is taken
+// for the frames widgets send, so it does not quietly stop being one.
+func TestScanFrameTakesTheUsualFrames(t *testing.T) {
+	for _, s := range scanFrames[:6] {
+		var f inFrame
+		if !scanFrame([]byte(s), &f) {
+			t.Errorf("scanFrame gave up on %s", s)
+		}
+	}
+	for _, s := range scanFrames[6:] {
+		var f inFrame
+		if scanFrame([]byte(s), &f) {
+			t.Errorf("scanFrame took %q", s)
+		}
+	}
 }
