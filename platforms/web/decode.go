@@ -23,7 +23,10 @@ func scanFrame(data []byte, f *inFrame) (ok bool) {
 	if !s.byte('{') {
 		return false
 	}
-	var seen uint8
+	var (
+		seen  uint8
+		limit int64 // f.Limit, read as any integer and checked at the end
+	)
 	if s.byte('}') {
 		return s.end()
 	}
@@ -32,41 +35,43 @@ func scanFrame(data []byte, f *inFrame) (ok bool) {
 		if !ok || !s.byte(':') {
 			return false
 		}
-		var bit uint8
+		// Each key once: bit marks it seen. A string field's value goes
+		// to str, an integer's to num.
+		var (
+			bit uint8
+			str *string
+			num *int64
+		)
 		switch key {
 		case "type":
-			bit = 1 << 0
-			f.Type, ok = s.str()
+			bit, str = 1<<0, &f.Type
 		case "bot":
-			bit = 1 << 1
-			f.Bot, ok = s.str()
+			bit, str = 1<<1, &f.Bot
 		case "chat":
-			bit = 1 << 2
-			f.Chat, ok = s.str()
+			bit, str = 1<<2, &f.Chat
 		case "text":
-			bit = 1 << 3
-			f.Text, ok = s.str()
+			bit, str = 1<<3, &f.Text
 		case "client_id":
-			bit = 1 << 4
-			f.ClientID, ok = s.str()
+			bit, str = 1<<4, &f.ClientID
 		case "reply_to":
-			bit = 1 << 5
-			f.ReplyTo, ok = s.int()
+			bit, num = 1<<5, &f.ReplyTo
 		case "limit":
-			bit = 1 << 6
-			var n int64
-			n, ok = s.int()
-			f.Limit = int(n)
-			ok = ok && int64(f.Limit) == n
+			bit, num = 1<<6, &limit
 		default:
 			return false
+		}
+		if str != nil {
+			*str, ok = s.str()
+		} else {
+			*num, ok = s.int()
 		}
 		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
 		if s.byte('}') {
-			return s.end()
+			f.Limit = int(limit)
+			return int64(f.Limit) == limit && s.end()
 		}
 		if !s.byte(',') {
 			return false
