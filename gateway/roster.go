@@ -104,14 +104,19 @@ func NewRoster(bots []*Bot) *Roster {
 				team = append(team, brains.Mate{ID: b.ID, Name: b.Name, Summary: summary})
 			}
 		}
-		r.teams[bot.ID] = team
+		r.teams[bot.ID] = slices.Clip(team) // an append by a turn cannot write into it
 	}
 	return r
 }
 
 // team lists the bots bot id may hand work to, for its turns. The slice
 // is shared: read it, do not write into it.
-func (r *Roster) team(id string) []brains.Mate { return r.teams[id] }
+func (r *Roster) team(id string) []brains.Mate {
+	if r == nil {
+		return nil
+	}
+	return r.teams[id]
+}
 
 // Parser returns the trigger parser of bot id.
 func (r *Roster) Parser(id string) (*delegation.Parser, bool) {

@@ -28,7 +28,11 @@ func writeFrame(ws *websocket.Conn, v any, buf *[]byte) error {
 		return ws.WriteJSON(v)
 	}
 	*buf = append(a.appendJSON((*buf)[:0]), '\n')
-	return ws.WriteMessage(websocket.TextMessage, *buf)
+	err := ws.WriteMessage(websocket.TextMessage, *buf)
+	if cap(*buf) > 8<<10 {
+		*buf = nil // a large frame's buffer is not kept
+	}
+	return err
 }
 
 func (f ackFrame) appendJSON(b []byte) []byte {
