@@ -25,6 +25,11 @@ const (
 	// stays open; only a frame over hardMaxRead (which no client of the
 	// protocol sends) closes it, so one peer cannot make us read forever.
 	hardMaxRead = 8 << 20
+	// deadlineStep is how far a connection's read and write deadlines may
+	// fall short of pongWait and writeWait: they move in steps of it, so
+	// a busy connection does not reset its socket's timers with every
+	// frame.
+	deadlineStep = time.Second
 )
 
 // conn is one widget connection. readLoop handles client frames in order;
@@ -185,7 +190,9 @@ func (c *conn) writeLoop() {
 // writeBatch writes f and the frames queued behind it, up to maxBatch, in
 // one system call, then tells their senders.
 func (c *conn) writeBatch(f outFrame) error {
-	deadline := time.Now().Add(writeWait)
+	// (In steps: the same deadline for a second's batches leaves the
+	// socket's timer alone.)
+	deadline := time.Now().Add(writeWait).Truncate(deadlineStep)
 	c.ws.SetWriteDeadline(deadline)
 	c.sock.hold()
 	batch := append(c.batch[:0], f)
@@ -247,12 +254,17 @@ func (c *conn) readLoop() {
 	}
 	c.host.Reachable(gateway.PlatformWeb, chats...)
 
+	readBy := time.Now().Add(pongWait)
 	for {
 		kind, r, err := c.ws.NextReader()
 		if err != nil {
 			return
 		}
-		c.ws.SetReadDeadline(time.Now().Add(pongWait))
+		now := time.Now()
+		if by := now.Add(pongWait); by.Sub(readBy) >= deadlineStep {
+			c.ws.SetReadDeadline(by)
+			readBy = by
+		}
 		if c.frame.Cap() > 8<<10 {
 			c.frame = bytes.Buffer{} // a large frame's buffer is not kept
 		}
@@ -268,7 +280,7 @@ func (c *conn) readLoop() {
 			c.refuse(&frameError{Code: codeTooLarge, Message: "frame larger than 65536 bytes"})
 			continue
 		}
-		if !c.bucket.allow(time.Now()) {
+		if !c.bucket.allow(now) {
 			c.refuse(&frameError{Code: codeRateLimited, Message: "more than 20 frames per second"})
 			continue
 		}
