@@ -280,6 +280,7 @@ func linkMessage(tx *txn, session string, m *gateway.Message) {
 
 // keyMessage records the dedupe key of an inbound message just inserted.
 func keyMessage(tx *txn, k inboundKey, message int64) {
+	tx.s.keys.add(k)
 	tx.s.links.stage(logEntry{key: k, message: message})
 }
 

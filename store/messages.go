@@ -218,8 +218,14 @@ func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound,
 	// refers to messages, none of which is indexed by message.) A key
 	// not yet written waits in the link log (links.go).
 	key := inboundKey{ev.Platform, ev.Bot, ev.ChatID, ev.MessageID}
+	// A key the filter has never seen is new without a lookup
+	// (keyfilter.go).
 	first, pending := tx.pendingKey(key)
-	if !pending {
+	switch {
+	case pending:
+	case !tx.s.keys.mayHave(key):
+		err = sql.ErrNoRows
+	default:
 		err = tx.QueryRowContext(ctx, `SELECT message_id FROM inbound_keys
 				WHERE platform = ? AND bot = ? AND chat_id = ? AND platform_msg_id = ?`,
 			ev.Platform, ev.Bot, ev.ChatID, ev.MessageID).Scan(&first)

@@ -63,6 +63,9 @@ type SQLite struct {
 	// how many committed ones wait.
 	links    linkLog
 	unlinked atomic.Int64
+	// keys spares the lookup of a new inbound message's dedupe key (see
+	// keyfilter.go).
+	keys *keyFilter
 	// hooks are the stored callbacks of the batch the committer runs, in
 	// order, and hookEnds where each write's end; both are reused from
 	// batch to batch (see txn.onStored).
@@ -134,6 +137,15 @@ func open(ctx context.Context, path string, ckEvery time.Duration) (*SQLite, err
 		return nil, err
 	}
 	s.links.lastRound, s.links.every, s.links.chunk = time.Now(), linkFlushEvery, flushChunk
+	var stored int64
+	if err := s.withConn(func(c *conn) error {
+		r, err := c.query(`SELECT COALESCE(MAX(id), 0) FROM messages`)
+		return row{r: r, err: err}.Scan(&stored)
+	}); err != nil {
+		s.closeWriter()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s.keys = newKeyFilter(2 * stored)
 	if err := s.relink(ctx); err != nil {
 		s.closeWriter()
 		return nil, err
@@ -184,6 +196,7 @@ func open(ctx context.Context, path string, ckEvery time.Duration) (*SQLite, err
 	s.quit = make(chan struct{})
 	s.loop.Go(s.commitLoop)
 	s.loop.Go(func() { s.checkpointLoop(ckEvery) })
+	s.loop.Go(s.loadKeys)
 	return s, nil
 }
 
