@@ -308,22 +308,55 @@ func sessionList(sessions ...string) string {
 	return strings.Join(seen, " ")
 }
 
-// writeEntries writes entries to their tables.
+// writeEntries writes entries to their tables: entryRows at a time
+// while at least that many of one table follow each other (in key order
+// the keys come first, then the links), one at a time otherwise.
 func writeEntries(tx *txn, es []logEntry) error {
-	for _, e := range es {
-		var err error
-		if e.session != "" {
-			_, err = tx.c.exec(`INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`, e.session, e.message)
-		} else {
-			_, err = tx.c.exec(`INSERT OR IGNORE INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
-				VALUES (?, ?, ?, ?, ?)`, e.key.platform, e.key.bot, e.key.chat, e.key.msgID, e.message)
+	args := make([]any, 0, entryRows*5)
+	for len(es) > 0 {
+		link := es[0].session != ""
+		n := 1
+		for n < min(len(es), entryRows) && (es[n].session != "") == link {
+			n++
 		}
-		if err != nil {
+		if n < entryRows {
+			n = 1
+		}
+		args = args[:0]
+		for _, e := range es[:n] {
+			if link {
+				args = append(args, e.session, e.message)
+			} else {
+				args = append(args, e.key.platform, e.key.bot, e.key.chat, e.key.msgID, e.message)
+			}
+		}
+		q := insertLinks[min(n, 2)-1]
+		if !link {
+			q = insertKeys[min(n, 2)-1]
+		}
+		if _, err := tx.c.exec(q, args...); err != nil {
 			return err
 		}
+		es = es[n:]
 	}
 	return nil
 }
+
+// entryRows is how many entries one statement writes, when it can.
+const entryRows = 16
+
+// The statements of writeEntries: one row, and entryRows rows.
+var (
+	insertLinks = [2]string{
+		`INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`,
+		`INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)` + strings.Repeat(", (?, ?)", entryRows-1),
+	}
+	insertKeys = [2]string{
+		`INSERT OR IGNORE INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id) VALUES (?, ?, ?, ?, ?)`,
+		`INSERT OR IGNORE INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id) VALUES (?, ?, ?, ?, ?)` +
+			strings.Repeat(", (?, ?, ?, ?, ?)", entryRows-1),
+	}
+)
 
 // nextChunk is where the round's next chunk ends: size entries on, or a
 // flushSpread-th of what is left once the round is older than l.every.

@@ -471,3 +471,43 @@ func TestLinkRoundNextChunk(t *testing.T) {
 		t.Errorf("last entry's chunk ends at %d; want 1000", got)
 	}
 }
+
+// TestWriteEntriesInRowsOfSeveral flushes enough entries for the
+// statements of several rows, then writes them all again: every key and
+// link is in its table once.
+func TestWriteEntriesInRowsOfSeveral(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openWithoutRounds(t)
+	linkTraffic(t, s, 0, 3*entryRows)
+	var es []logEntry
+	onCommitter(t, s, func() { es = slices.Concat(s.links.done, s.links.round) })
+	if err := s.linked(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := func() (keys, links, wantKeys, wantLinks int) {
+		t.Helper()
+		for q, n := range map[string]*int{
+			`SELECT count(*) FROM inbound_keys`:                         &keys,
+			`SELECT count(*) FROM session_messages`:                     &links,
+			`SELECT count(*) FROM messages WHERE platform_msg_id != ''`: &wantKeys,
+			`SELECT COALESCE(sum(length(sessions) - length(replace(sessions, ' ', '')) + 1), 0)
+				FROM messages WHERE sessions != ''`: &wantLinks,
+		} {
+			if err := s.r.QueryRowContext(ctx, q).Scan(n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	keys, links, wantKeys, wantLinks := count()
+	if keys != wantKeys || links != wantLinks || keys < entryRows || links < entryRows {
+		t.Fatalf("after the flush: %d keys and %d links, want %d and %d (at least %d each)", keys, links, wantKeys, wantLinks, entryRows)
+	}
+	slices.SortFunc(es, compareEntries)
+	if err := s.tx(ctx, func(tx *txn) error { return writeEntries(tx, slices.Concat(es, es)) }); err != nil {
+		t.Fatal(err)
+	}
+	if k, l, _, _ := count(); k != keys || l != links {
+		t.Errorf("written again: %d keys and %d links, want %d and %d", k, l, keys, links)
+	}
+}
