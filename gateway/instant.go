@@ -123,9 +123,11 @@ type claims struct {
 }
 
 // claim is a session's: n deliveries share it, or one holds it
-// exclusively and excl is closed when it lets go.
+// exclusively (held), and excl, made by the first delivery that waits
+// for it (seldom), is closed when it lets go.
 type claim struct {
 	n    int
+	held bool
 	excl chan struct{}
 }
 
@@ -140,13 +142,16 @@ func (c *claims) exclusive(key SessionKey) (func(), bool) {
 	if c.m == nil {
 		c.m = make(map[SessionKey]*claim)
 	}
-	cl := &claim{excl: make(chan struct{})}
+	cl := &claim{held: true}
 	c.m[key] = cl
 	return func() {
 		c.mu.Lock()
 		delete(c.m, key)
+		waited := cl.excl
 		c.mu.Unlock()
-		close(cl.excl)
+		if waited != nil {
+			close(waited)
+		}
 	}, true
 }
 
@@ -158,7 +163,10 @@ func (c *claims) shared(ctx context.Context, keys []SessionKey) (func(), error) 
 		c.mu.Lock()
 		var busy chan struct{}
 		for _, k := range keys {
-			if cl, ok := c.m[k]; ok && cl.excl != nil {
+			if cl, ok := c.m[k]; ok && cl.held {
+				if cl.excl == nil {
+					cl.excl = make(chan struct{})
+				}
 				busy = cl.excl
 				break
 			}
