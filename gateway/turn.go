@@ -261,12 +261,9 @@ func (g *Gateway) retryStore(ctx context.Context, log logger, what string, fn fu
 	}
 }
 
-func (g *Gateway) historyLimit() int {
-	if r := g.roster.Load(); r != nil && r.historyLimit > 0 {
-		return r.historyLimit
-	}
-	return defaultHistoryWindow
-}
+// historyLimit is the most history any bot in force is shown, which the
+// store's cache keeps per session.
+func (g *Gateway) historyLimit() int { return g.roster.Load().historyLimit }
 
 // think runs the brain within timeout.
 func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout time.Duration) (brains.Reply, error) {
@@ -305,9 +302,7 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout ti
 	*buf = appendEntries((*buf)[:0], history)
 	turn.History = *buf
 	roster := g.roster.Load()
-	if team := roster.team(bot.ID); len(team) > 0 {
-		turn.Team = team
-	}
+	turn.Team = roster.team(bot.ID)
 	if d := data.Delegation; d != nil {
 		turn.Platform = d.Origin.Platform
 		if turn.Platform == "" {

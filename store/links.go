@@ -275,7 +275,7 @@ func removeID(ids []int64, id int64) []int64 {
 // history of session (and, once committed, to its recent window).
 func linkMessage(tx *txn, session string, m *gateway.Message) {
 	tx.s.links.stage(logEntry{session: session, message: m.ID})
-	tx.s.hooks = append(tx.s.hooks, hook{session: session, msg: *m})
+	tx.onLinked(session, m)
 }
 
 // keyMessage records the dedupe key of an inbound message just inserted.
@@ -330,9 +330,13 @@ func writeEntries(tx *txn, es []logEntry) error {
 				args = append(args, e.key.platform, e.key.bot, e.key.chat, e.key.msgID, e.message)
 			}
 		}
-		q := insertLinks[min(n, 2)-1]
-		if !link {
-			q = insertKeys[min(n, 2)-1]
+		ins := insertKeys
+		if link {
+			ins = insertLinks
+		}
+		q := ins.one
+		if n == entryRows {
+			q = ins.rows
 		}
 		if _, err := tx.c.exec(q, args...); err != nil {
 			return err
@@ -345,17 +349,18 @@ func writeEntries(tx *txn, es []logEntry) error {
 // entryRows is how many entries one statement writes, when it can.
 const entryRows = 16
 
-// The statements of writeEntries: one row, and entryRows rows.
+// entryInsert is a table's statements for writeEntries: of one row, and
+// of entryRows rows.
+type entryInsert struct{ one, rows string }
+
+func newEntryInsert(into, row string) entryInsert {
+	one := `INSERT OR IGNORE INTO ` + into + ` VALUES ` + row
+	return entryInsert{one: one, rows: one + strings.Repeat(", "+row, entryRows-1)}
+}
+
 var (
-	insertLinks = [2]string{
-		`INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)`,
-		`INSERT OR IGNORE INTO session_messages (session_id, message_id) VALUES (?, ?)` + strings.Repeat(", (?, ?)", entryRows-1),
-	}
-	insertKeys = [2]string{
-		`INSERT OR IGNORE INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id) VALUES (?, ?, ?, ?, ?)`,
-		`INSERT OR IGNORE INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id) VALUES (?, ?, ?, ?, ?)` +
-			strings.Repeat(", (?, ?, ?, ?, ?)", entryRows-1),
-	}
+	insertLinks = newEntryInsert("session_messages (session_id, message_id)", "(?, ?)")
+	insertKeys  = newEntryInsert("inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)", "(?, ?, ?, ?, ?)")
 )
 
 // nextChunk is where the round's next chunk ends: size entries on, or a

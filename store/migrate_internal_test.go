@@ -196,8 +196,7 @@ func TestMigrationBreakingAReferenceIsRolledBack(t *testing.T) {
 		t.Errorf("user_version after the failed migration: %d, %v", version, err)
 	}
 	s.withConn(func(c *conn) error {
-		r, err := c.query("PRAGMA foreign_keys")
-		return row{r: r, err: err}.Scan(&keys)
+		return c.queryRow("PRAGMA foreign_keys").Scan(&keys)
 	})
 	if keys != 1 {
 		t.Errorf("foreign keys on the writer after a migration: %d, want 1", keys)
@@ -264,7 +263,7 @@ func TestMessageWritesBuildNoTemporaryTables(t *testing.T) {
 	}
 	// The link log's statements of several rows, which a flush this small
 	// does not reach.
-	prepared = append(prepared, insertLinks[1], insertKeys[1])
+	prepared = append(prepared, insertLinks.rows, insertKeys.rows)
 	for _, q := range prepared {
 		if verb, _, _ := strings.Cut(strings.TrimSpace(q), " "); verb == "BEGIN" || verb == "COMMIT" || verb == "ROLLBACK" || verb == "PRAGMA" {
 			continue

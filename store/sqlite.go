@@ -139,8 +139,7 @@ func open(ctx context.Context, path string, ckEvery time.Duration) (*SQLite, err
 	s.links.lastRound, s.links.every, s.links.chunk = time.Now(), linkFlushEvery, flushChunk
 	var stored int64
 	if err := s.withConn(func(c *conn) error {
-		r, err := c.query(`SELECT COALESCE(MAX(id), 0) FROM messages`)
-		return row{r: r, err: err}.Scan(&stored)
+		return c.queryRow(`SELECT COALESCE(MAX(id), 0) FROM messages`).Scan(&stored)
 	}); err != nil {
 		s.closeWriter()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -346,8 +345,7 @@ func (s *SQLite) withConn(fn func(*conn) error) error {
 func (s *SQLite) migrate(ctx context.Context) error {
 	var version int
 	err := s.withConn(func(c *conn) error {
-		r, err := c.query("PRAGMA user_version")
-		return row{r: r, err: err}.Scan(&version)
+		return c.queryRow("PRAGMA user_version").Scan(&version)
 	})
 	if err != nil {
 		return fmt.Errorf("store: read schema version: %w", err)

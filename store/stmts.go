@@ -101,8 +101,15 @@ type txn struct {
 // the callbacks the batch's writes asked for before it.
 func (t *txn) onStored(fn func()) { t.s.hooks = append(t.s.hooks, hook{fn: fn}) }
 
+// onLinked adds m, just linked to session, to the session's recent
+// window after the commit: onStored's commonest callback, kept as data
+// rather than a closure.
+func (t *txn) onLinked(session string, m *gateway.Message) {
+	t.s.hooks = append(t.s.hooks, hook{session: session, msg: *m})
+}
+
 // hook is a stored callback: fn, or for the commonest one, a message
-// added to a session's recent window (linkMessage), which is kept as data
+// added to a session's recent window (onLinked), which is kept as data
 // rather than a closure so that the committer's reused array holds it
 // and a message costs no allocation for it.
 type hook struct {
@@ -134,8 +141,7 @@ func (t *txn) ExecContext(_ context.Context, q string, args ...any) (sql.Result,
 
 // QueryRowContext runs a one-row query in the transaction.
 func (t *txn) QueryRowContext(_ context.Context, q string, args ...any) scanner {
-	r, err := t.c.query(q, args...)
-	return row{r: r, err: err}
+	return t.c.queryRow(q, args...)
 }
 
 // QueryContext runs a query in the transaction.

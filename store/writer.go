@@ -76,6 +76,12 @@ func (c *conn) query(q string, args ...any) (*rows, error) {
 	return &rows{r: r, dest: make([]driver.Value, len(r.Columns()))}, nil
 }
 
+// queryRow runs a statement and returns its first row.
+func (c *conn) queryRow(q string, args ...any) row {
+	r, err := c.query(q, args...)
+	return row{r: r, err: err}
+}
+
 // closeStmts finalizes the prepared statements.
 func (c *conn) closeStmts() {
 	for q, st := range c.stmts {

@@ -245,32 +245,17 @@ func (a *Adapter) joinRoom(c *conn, room string) {
 func (a *Adapter) recipients(chatID string, group bool) []*conn {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	set := a.recipientSet(chatID, group)
+	var set map[*conn]struct{}
+	if group {
+		set = a.rooms[chatID]
+	} else if pid, _, ok := gateway.SplitPrivateChatID(chatID); ok {
+		set = a.byUser[pid]
+	}
 	out := make([]*conn, 0, len(set))
 	for c := range set {
 		out = append(out, c)
 	}
 	return out
-}
-
-// recipientSet is the connections of a chat. a.mu is held.
-func (a *Adapter) recipientSet(chatID string, group bool) map[*conn]struct{} {
-	if group {
-		return a.rooms[chatID]
-	}
-	if pid, _, ok := gateway.SplitPrivateChatID(chatID); ok {
-		return a.byUser[pid]
-	}
-	return nil
-}
-
-// onlyRecipient reports whether a chat has no connection but c (if any).
-func (a *Adapter) onlyRecipient(chatID string, group bool, c *conn) bool {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	set := a.recipientSet(chatID, group)
-	_, in := set[c]
-	return len(set) == 0 || len(set) == 1 && in
 }
 
 // Send implements gateway.Platform: SendAsync, waited for. A private
@@ -303,17 +288,6 @@ func (a *Adapter) SendAsync(ctx context.Context, m gateway.Outbound, done func(e
 	}
 	finish := onlyOnce(done)
 	stop := context.AfterFunc(ctx, func() { finish(ctx.Err()) })
-	if len(conns) == 1 { // the usual case: one tab
-		conns[0].sendThen(f, func(err error) {
-			stop()
-			sent := 0
-			if err == nil {
-				sent = 1
-			}
-			finish(sendOutcome(sent, group))
-		})
-		return
-	}
 	var left, sent atomic.Int32
 	left.Store(int32(len(conns)))
 	for _, c := range conns {
@@ -376,9 +350,6 @@ func (a *Adapter) Typing(ctx context.Context, bot, chatID string) error {
 // broadcast sends the frame made by frame to the chat's connections
 // except skip; frame is called only if there is one.
 func (a *Adapter) broadcast(chatID string, group bool, skip *conn, frame func() any) {
-	if a.onlyRecipient(chatID, group, skip) {
-		return // the usual case: no other tab to copy to
-	}
 	var f any
 	for _, c := range a.recipients(chatID, group) {
 		if c == skip {
