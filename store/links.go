@@ -312,6 +312,11 @@ func sessionList(sessions ...string) string {
 // while at least that many of one table follow each other (in key order
 // the keys come first, then the links), one at a time otherwise.
 func writeEntries(tx *txn, es []logEntry) error {
+	return writeEntriesTo(tx, es, insertKeys, insertLinks)
+}
+
+// writeEntriesTo is writeEntries with the tables' statements.
+func writeEntriesTo(tx *txn, es []logEntry, insertKeys, insertLinks entryInsert) error {
 	args := make([]any, 0, entryRows*5)
 	for len(es) > 0 {
 		link := es[0].session != ""

@@ -325,7 +325,8 @@ func (s *SQLite) closeWriter() error {
 }
 
 // withConn runs fn on the writer connection. Only the committer calls it
-// (and Open and Close, while there is no committer).
+// (and Open and Close, while there is no committer; and
+// BenchmarkExchangeRecord, while nothing is written through the store).
 func (s *SQLite) withConn(fn func(*conn) error) error {
 	return s.wc.Raw(func(dc any) error {
 		c, ok := dc.(*sqlite3.SQLiteConn)
