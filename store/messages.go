@@ -40,7 +40,9 @@ func scanMessage(row scanner) (gateway.Message, error) {
 	return m, nil
 }
 
-func queryMessages(ctx context.Context, s *SQLite, query string, args ...any) ([]gateway.Message, error) {
+// queryMessages reads rows of messageColumns and exchangeColumns, oldest
+// first, and returns their last limit messages (an exchange's row is two).
+func queryMessages(ctx context.Context, s *SQLite, limit int, query string, args ...any) ([]gateway.Message, error) {
 	rows, err := s.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -48,18 +50,24 @@ func queryMessages(ctx context.Context, s *SQLite, query string, args ...any) ([
 	defer rows.Close()
 	var out []gateway.Message
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, r, err := scanRow(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		out = r.appendParts(out, m)
 	}
-	return out, rows.Err()
+	return out[max(0, len(out)-limit):], rows.Err()
 }
 
+// loadMessage reads the message id names: for an exchange's row, its
+// person's message (a dedupe key names the row).
 func loadMessage(ctx context.Context, tx *txn, id int64) (gateway.Message, error) {
-	return scanMessage(tx.QueryRowContext(ctx, `SELECT `+messageColumns+`
+	m, r, err := scanRow(tx.QueryRowContext(ctx, `SELECT `+messageColumns+`, `+exchangeColumns+`
 		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`, id))
+	if r.at.Valid {
+		m.ID--
+	}
+	return m, err
 }
 
 // ensureConversation returns the conversation's ID, creating it if absent.
@@ -111,11 +119,15 @@ func insertMessage(ctx context.Context, tx *txn, conv int64, m gateway.Message, 
 		convArg = conv
 		inGroup = m.ChatType != gateway.ChatPrivate // as ensureConversation decides
 	}
-	return insertID(tx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
+	id, err := insertID(tx, `INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
 		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, in_group, sessions)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
 		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, inGroup, sessions)
+	if err == nil {
+		tx.s.lastID = max(tx.s.lastID, id)
+	}
+	return id, err
 }
 
 // insertID runs an INSERT and returns the new row's ID. (RETURNING would
@@ -169,7 +181,7 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 	var res gateway.InboundResult
 	err := s.txIntake(ctx, func(tx *txn) error {
 		res = gateway.InboundResult{}
-		return s.appendInbound(ctx, tx, in, &res, 0)
+		return s.appendInbound(ctx, tx, in, &res, 0, nil)
 	})
 	if err != nil {
 		return gateway.InboundResult{}, fmt.Errorf("store: append inbound: %w", err)
@@ -181,7 +193,10 @@ func (s *SQLite) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway
 // are stored already done at doneAt (AppendAnswered completes them in
 // the same transaction), so none of them is pending at any moment, and
 // the result its callback gets names none (there is nothing to queue).
-func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound, res *gateway.InboundResult, doneAt int64) error {
+// With reply set too (exchangePost), the message and its reply are
+// stored as an exchange's row (exchanges.go), and its one turn leaves no
+// row: the result's turn has no ID.
+func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound, res *gateway.InboundResult, doneAt int64, reply *gateway.Message) error {
 	ev := in.Event
 	at := micros(ev.Time)
 	conv, _, err := ensureConversation(ctx, tx, ev.Platform, ev.ChatID, ev.Bot, ev.ChatType, ev.ChatName, at)
@@ -241,6 +256,9 @@ func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound,
 		if sids[i], err = ensureSession(ctx, tx, t.Session, at); err != nil {
 			return err
 		}
+	}
+	if reply != nil {
+		return s.appendExchange(tx, in, conv, m, *reply, sids[0], key, res)
 	}
 	if m.ID, err = insertMessage(ctx, tx, conv, m, sessionList(sids...)); err != nil {
 		return err
@@ -425,7 +443,7 @@ func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit in
 	if err := s.linkedSession(ctx, sessionID); err != nil {
 		return nil, err
 	}
-	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
+	msgs, err := queryMessages(ctx, s, limit, `SELECT * FROM (SELECT `+messageColumns+`, `+exchangeColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE sm.session_id = ? AND m.kind = 'chat' ORDER BY sm.message_id DESC LIMIT ?) ORDER BY 1`, sessionID, limit)
@@ -438,7 +456,7 @@ func (s *SQLite) SessionMessages(ctx context.Context, sessionID string, limit in
 // ChatMessages implements gateway.Store. Only groups' messages are indexed
 // by chat; a private chat's history is read through its session.
 func (s *SQLite) ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]gateway.Message, error) {
-	msgs, err := queryMessages(ctx, s, `SELECT * FROM (SELECT `+messageColumns+`
+	msgs, err := queryMessages(ctx, s, limit, `SELECT * FROM (SELECT `+messageColumns+`, `+exchangeColumns+`
 		FROM conversations c JOIN messages m ON m.conversation_id = c.id AND m.in_group = 1
 		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.kind = 'chat' ORDER BY m.id DESC LIMIT ?) ORDER BY 1`,
 		platform, chatID, limit)

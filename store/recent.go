@@ -374,11 +374,9 @@ func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 			if len(w.msgs) > size {
 				break
 			}
-			m, err := scanHistory(tx.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM messages m WHERE m.id = ?`, id))
-			if err != nil {
+			if w.msgs, err = appendHistory(w.msgs, tx.QueryRowContext(ctx, `SELECT `+historyColumns+` FROM messages m WHERE m.id = ?`, id)); err != nil {
 				return err
 			}
-			w.msgs = append(w.msgs, m)
 		}
 		if len(w.msgs) <= size {
 			// Written links older than the waiting ones (linkedSession may
@@ -395,11 +393,9 @@ func (s *SQLite) loadWindow(ctx context.Context, session string) error {
 			}
 			defer rows.Close()
 			for rows.Next() {
-				m, err := scanHistory(rows)
-				if err != nil {
+				if w.msgs, err = appendHistory(w.msgs, rows); err != nil {
 					return err
 				}
-				w.msgs = append(w.msgs, m)
 			}
 			if err := rows.Err(); err != nil {
 				return err

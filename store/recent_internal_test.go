@@ -6,6 +6,7 @@ package store
 // and every installed window against the session's rows.
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -217,7 +218,8 @@ func sessionRows(t *testing.T, s *SQLite, session string) []gateway.Message {
 		FROM messages m WHERE `+inSession+` ORDER BY m.id`, session)
 }
 
-// historyRows reads messages as a window holds them, in the query's order.
+// historyRows reads messages as a window holds them, oldest first
+// (whatever the query's order: an exchange's row is two messages).
 func historyRows(t *testing.T, s *SQLite, query string, args ...any) []gateway.Message {
 	t.Helper()
 	rows, err := s.query(context.Background(), query, args...)
@@ -227,15 +229,14 @@ func historyRows(t *testing.T, s *SQLite, query string, args ...any) []gateway.M
 	defer rows.Close()
 	var out []gateway.Message
 	for rows.Next() {
-		m, err := scanHistory(rows)
-		if err != nil {
+		if out, err = appendHistory(out, rows); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	slices.SortFunc(out, func(a, b gateway.Message) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 
@@ -514,8 +515,7 @@ func sessionTail(t *testing.T, s *SQLite, session string, limit int) []gateway.M
 	}
 	out := historyRows(t, s, `SELECT `+historyColumns+`
 		FROM messages m WHERE `+inSession+` ORDER BY m.id DESC LIMIT ?2`, session, limit)
-	slices.Reverse(out)
-	return out
+	return out[max(0, len(out)-limit):]
 }
 
 // peekDiff explains how what PeekSession(key, limit) returned (d and
@@ -824,6 +824,25 @@ func (m *recentSim) answerInstant(in gateway.Inbound, first *sentInbound, limit 
 			m.t.Fatalf("message %d of %s follows %v; the answer was made after %d", res.Message.ID, ev.MessageID, historyIDs(tail[:i]), latest)
 		}
 	}
+	m.addSession(sid)
+	in.OnStored = nil
+	m.sent = append(m.sent, sentInbound{in, res.Message.ID, res.Turns})
+	m.stats["instant: answered"]++
+	if _, ok := exchangePost(in, c); ok {
+		// One row (exchanges.go): the reply's, the message's ID the one
+		// before it, and no turn row.
+		var turns, rowsAt int
+		var replyAt sql.NullInt64
+		if err := m.s.queryRow(m.ctx, `SELECT (SELECT COUNT(*) FROM turns WHERE message_id IN (?1, ?1 + 1)),
+			(SELECT reply_at FROM messages WHERE id = ?1 + 1), (SELECT COUNT(*) FROM messages WHERE id = ?1)`, res.Message.ID).Scan(&turns, &replyAt, &rowsAt); err != nil {
+			m.t.Fatal(err)
+		}
+		if turns != 0 || !replyAt.Valid || rowsAt != 0 || out.Outbox[0].MessageID != res.Message.ID+1 {
+			m.t.Fatalf("message %d: %d turns, reply at %v, %d rows at its ID, reply %d; want an exchange's row at %d", res.Message.ID, turns, replyAt, rowsAt, out.Outbox[0].MessageID, res.Message.ID+1)
+		}
+		m.stats["instant: one row"]++
+		return true
+	}
 	// Its one turn, in the session, was stored done, at the store's clock,
 	// and never pending (checkTurns: it is not cached as pending).
 	var status, session string
@@ -835,10 +854,6 @@ func (m *recentSim) answerInstant(in gateway.Inbound, first *sentInbound, limit 
 	if turns != 1 || session != sid || status != "done" || doneAt != micros(m.clock.now()) {
 		m.t.Fatalf("message %d: %d turns, in session %s, status %q, done at %d; want one in %s, done at %d", res.Message.ID, turns, session, status, doneAt, sid, micros(m.clock.now()))
 	}
-	m.addSession(sid)
-	in.OnStored = nil
-	m.sent = append(m.sent, sentInbound{in, res.Message.ID, res.Turns})
-	m.stats["instant: answered"]++
 	return true
 }
 

@@ -46,6 +46,11 @@ type SQLite struct {
 	commits atomic.Int64
 	// stats counts the committer's work (WriterStats), with commits.
 	stats struct{ writes, busy atomic.Int64 }
+	// lastID is the largest message ID the committer has written (or
+	// left free): an exchange's row takes the one after next, leaving
+	// the next for its person's message (exchanges.go). The committer
+	// owns it.
+	lastID int64
 	// finishCheckpoint asks the committer to finish the checkpointer's
 	// last checkpoint, once the WAL holds restartFrames (see checkpoint).
 	finishCheckpoint atomic.Bool
@@ -145,6 +150,7 @@ func open(ctx context.Context, path string, ckEvery time.Duration) (*SQLite, err
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s.keys = newKeyFilter(2 * stored)
+	s.lastID = stored
 	if err := s.relink(ctx); err != nil {
 		s.closeWriter()
 		return nil, err

@@ -108,17 +108,27 @@ func (s *SQLite) loadTurn(ctx context.Context, turnID int64, historyLimit int) (
 	return d, nil
 }
 
-// historyColumns is the select list scanHistory reads, from a session's
+// historyColumns is the select list appendHistory reads, from a session's
 // messages m: what a brain is shown of its history (kind, author, text
 // and time), as the recent cache's windows hold it too.
-const historyColumns = `m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at`
+const historyColumns = `m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text, m.created_at, ` + exchangeColumns
 
-func scanHistory(row scanner) (gateway.Message, error) {
+// appendHistory scans a row of historyColumns onto dst, newest first (as
+// the history is read): its message, or an exchange's reply and then its
+// person's message.
+func appendHistory(dst []gateway.Message, row scanner) ([]gateway.Message, error) {
 	var m gateway.Message
 	var at int64
-	err := row.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at)
+	var r exchangeReply
+	err := row.Scan(append([]any{&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &at}, r.dest()...)...)
+	if err != nil {
+		return dst, err
+	}
 	m.Time = fromMicros(at)
-	return m, err
+	n := len(dst)
+	dst = r.appendParts(dst, m)
+	slices.Reverse(dst[n:])
+	return dst, nil
 }
 
 // history reads the last limit messages of a session before the message
@@ -140,12 +150,12 @@ func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit
 	defer rows.Close()
 	var out []gateway.Message
 	for rows.Next() {
-		m, err := scanHistory(rows)
-		if err != nil {
+		if out, err = appendHistory(out, rows); err != nil {
 			return nil, err
 		}
-		out = append(out, m)
 	}
+	// (An exchange's row is two messages.)
+	out = out[:min(len(out), limit)]
 	slices.Reverse(out)
 	return out, rows.Err()
 }
@@ -195,7 +205,13 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 			return nil
 		}
 		now := micros(timeNow())
-		if err := s.appendInbound(ctx, tx, w.in, &w.res, now); err != nil || w.res.Duplicate {
+		// A reply to the person's chat and nothing else is stored with
+		// the message, as one row (exchanges.go).
+		var reply *gateway.Message
+		if p, ok := exchangePost(w.in, w.c); ok {
+			reply = &p.Message
+		}
+		if err := s.appendInbound(ctx, tx, w.in, &w.res, now, reply); err != nil || w.res.Duplicate {
 			return err
 		}
 		if sid := w.res.Turns[0].SessionID; sid != w.c.Session {
@@ -204,6 +220,9 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 		c := w.c
 		c.Turn = w.res.Turns[0]
 		w.res.Turns = nil // done: nothing to queue
+		if reply != nil {
+			return s.completeExchange(ctx, tx, c, *reply, w.res.Message.ID+1, &w.out, now)
+		}
 		return s.completeTurn(ctx, tx, c, &w.out, now, true)
 	})
 	switch {
@@ -308,6 +327,13 @@ func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion
 	if c.Turn.ID == 0 {
 		return nil
 	}
+	return s.touchSession(ctx, tx, c, now)
+}
+
+// touchSession records that c's turn is done in its session: its
+// resume ID, and its updated_at. (An exchange stored as one row has no
+// turn ID: its turn was never queued.)
+func (s *SQLite) touchSession(ctx context.Context, tx *txn, c gateway.Completion, now int64) error {
 	// A session's updated_at moves with every turn, but is written at
 	// most every touchEvery (10 s): a busy session would otherwise
 	// update its row, on a page of its own, with every message.
@@ -348,8 +374,7 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 		MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
 		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
 	}
-	if o.OutboxID, err = insertID(tx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, id, m.Platform, m.Bot, m.ChatID, now, now); err != nil {
+	if o.OutboxID, err = insertOutbox(tx, o, now); err != nil {
 		return gateway.Outbound{}, err
 	}
 	if m.DelegationID != "" {
@@ -358,6 +383,12 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 		}
 	}
 	return o, nil
+}
+
+// insertOutbox queues o, whose message is stored, in the outbox.
+func insertOutbox(tx *txn, o gateway.Outbound, now int64) (int64, error) {
+	return insertID(tx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, o.MessageID, o.Platform, o.Bot, o.ChatID, now, now)
 }
 
 // note stores a session-only message.
@@ -395,7 +426,7 @@ func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) 
 	if err := s.tx(ctx, func(*txn) error { return nil }); err != nil {
 		return nil, fmt.Errorf("store: pending outbox: %w", err)
 	}
-	rows, err := s.query(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`
+	rows, err := s.query(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`, `+exchangeColumns+`
 		FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE o.status = 'pending' ORDER BY o.id`)
 	if err != nil {
@@ -405,11 +436,13 @@ func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) 
 	var out []gateway.Outbound
 	for rows.Next() {
 		var o gateway.Outbound
-		var cols []any
-		cols = append(cols, &o.OutboxID, &o.Attempt, &o.PartsSent)
-		m, err := scanMessage(prefixScanner{rows, cols})
+		var r exchangeReply
+		m, err := scanMessage(aroundScanner{rows, []any{&o.OutboxID, &o.Attempt, &o.PartsSent}, r.dest()})
 		if err != nil {
 			return nil, fmt.Errorf("store: pending outbox: %w", err)
+		}
+		if r.at.Valid {
+			m = r.reply(m) // an exchange's entry is its reply's
 		}
 		o.MessageID, o.Platform, o.Bot, o.ChatID, o.ChatType = m.ID, m.Platform, m.Bot, m.ChatID, m.ChatType
 		o.From, o.Text, o.ReplyTo, o.Time = m.From, m.Text, m.ReplyTo, m.Time
@@ -423,14 +456,16 @@ func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) 
 	return out, rows.Err()
 }
 
-// prefixScanner scans leading columns into prefix, then the rest as asked.
-type prefixScanner struct {
-	rows   *sql.Rows
-	prefix []any
+// aroundScanner scans leading columns into prefix, then the rest as
+// asked, then trailing ones into suffix.
+type aroundScanner struct {
+	row            scanner
+	prefix, suffix []any
 }
 
-func (p prefixScanner) Scan(dest ...any) error {
-	return p.rows.Scan(append(slices.Clone(p.prefix), dest...)...)
+func (p aroundScanner) Scan(dest ...any) error {
+	all := append(slices.Clone(p.prefix), dest...)
+	return p.row.Scan(append(all, p.suffix...)...)
 }
 
 // MarkSent implements gateway.Store. The platform's message ID is kept on
