@@ -41,7 +41,8 @@ func scanMessage(row scanner) (gateway.Message, error) {
 }
 
 // queryMessages reads rows of messageColumns and exchangeColumns, oldest
-// first, and returns their last limit messages (an exchange's row is two).
+// first, and returns their last limit messages (an exchange's row is two),
+// all of them if limit is negative (as SQL's LIMIT).
 func queryMessages(ctx context.Context, s *SQLite, limit int, query string, args ...any) ([]gateway.Message, error) {
 	rows, err := s.query(ctx, query, args...)
 	if err != nil {
@@ -56,7 +57,10 @@ func queryMessages(ctx context.Context, s *SQLite, limit int, query string, args
 		}
 		out = r.appendParts(out, m)
 	}
-	return out[max(0, len(out)-limit):], rows.Err()
+	if limit >= 0 {
+		out = out[max(0, len(out)-limit):]
+	}
+	return out, rows.Err()
 }
 
 // loadMessage reads the message id names: for an exchange's row, its

@@ -1421,7 +1421,9 @@ func TestAppendAnsweredInOneBatch(t *testing.T) {
 		err  error
 	}
 	// answered is an instant exchange made on the look that ended with
-	// latest.
+	// latest: every other one replies to the message, so that it is
+	// stored as an exchange's row (exchanges.go), the others as messages.
+	answers := 0
 	answered := func(name string, latest int64) func() result {
 		in := m.privateInbound("u1", "finn")
 		c := gateway.Completion{Session: sid, Posts: []gateway.Post{{Session: sid, Message: gateway.Message{
@@ -1429,6 +1431,9 @@ func TestAppendAnsweredInOneBatch(t *testing.T) {
 			From: gateway.Party{Kind: "bot", ID: "finn", Name: "FINN"}, UserID: in.UserID, Bot: "finn",
 			Text: "finn answers " + in.Event.MessageID, Time: m.eventTime(),
 		}}}}
+		if answers++; answers%2 == 0 {
+			c.Posts[0].Message.ReplyTo = in.Event.MessageID
+		}
 		return func() result {
 			res, _, err := s.AppendAnswered(ctx, in, c, latest)
 			return result{name, res, err}

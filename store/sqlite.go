@@ -46,10 +46,11 @@ type SQLite struct {
 	commits atomic.Int64
 	// stats counts the committer's work (WriterStats), with commits.
 	stats struct{ writes, busy atomic.Int64 }
-	// lastID is the largest message ID the committer has written (or
-	// left free): an exchange's row takes the one after next, leaving
-	// the next for its person's message (exchanges.go). The committer
-	// owns it.
+	// lastID is the largest message ID the committer has written, left
+	// free or tried (a batch rolled back leaves it raised: IDs skip, and
+	// still grow in commit order): an exchange's row takes the one after
+	// next, leaving the next for its person's message (exchanges.go).
+	// The committer owns it.
 	lastID int64
 	// finishCheckpoint asks the committer to finish the checkpointer's
 	// last checkpoint, once the WAL holds restartFrames (see checkpoint).

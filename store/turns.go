@@ -140,9 +140,11 @@ func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit
 	if err := s.linkedSession(ctx, session); err != nil {
 		return nil, err
 	}
+	// (An exchange's row after the message is its person's message and
+	// a bot's reply: read, and the person's part dropped below.)
 	rows, err := s.query(ctx, `SELECT `+historyColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-		WHERE sm.session_id = ? AND sm.message_id != ? AND (sm.message_id < ? OR m.from_kind != 'human')
+		WHERE sm.session_id = ? AND sm.message_id != ? AND (sm.message_id < ? OR m.from_kind != 'human' OR m.reply_at IS NOT NULL)
 		ORDER BY sm.message_id DESC LIMIT ?`, session, msgID, msgID, limit)
 	if err != nil {
 		return nil, err
@@ -154,6 +156,7 @@ func (s *SQLite) history(ctx context.Context, session string, msgID int64, limit
 			return nil, err
 		}
 	}
+	out = slices.DeleteFunc(out, func(m gateway.Message) bool { return m.ID > msgID && m.From.Kind == "human" })
 	// (An exchange's row is two messages.)
 	out = out[:min(len(out), limit)]
 	slices.Reverse(out)

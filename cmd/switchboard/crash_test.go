@@ -394,7 +394,9 @@ func (c *crashClient) outboxState(text string) string {
 	defer db.Close()
 	var status string
 	var attempts int
-	err = db.QueryRow(`SELECT o.status, o.attempts FROM outbox o JOIN messages m ON m.id = o.message_id WHERE m.text = ?`, text).Scan(&status, &attempts)
+	// (An instant exchange's reply is in its row's reply_text.)
+	err = db.QueryRow(`SELECT o.status, o.attempts FROM outbox o JOIN messages m ON m.id = o.message_id
+		WHERE m.text = ?1 AND m.from_kind = 'bot' OR m.reply_text = ?1`, text).Scan(&status, &attempts)
 	if err != nil {
 		return err.Error()
 	}
