@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/gateway"
 )
 
 // BenchmarkExchangeRecord models what SQLite and its driver spend on the
@@ -30,9 +32,14 @@ import (
 // statements of a message, a turn, an outbox entry and a delivery mark
 // rather than calling the functions that run them.
 //
-// The variants price the parts of the record: the record as stored, and
-// without each part; and records of one row per exchange (the visitor's
-// message and the reply together), which the store does not have:
+// The variants price the parts of the record: the record of two messages
+// ("stored": as round 10 stored every exchange, and round 11 still
+// stores any answer that is not a plain reply), and without each part;
+// "exchange-row", the row round 11 stores a plain reply's exchange as
+// (exchanges.go: a row of messages with the reply in it, its dedupe key
+// and one session link in the link log, and the reply's outbox entry and
+// delivery mark); and records of one row per exchange in a table of its
+// own, which the store does not have:
 // "exchange" keeps what the promises need (its session link and dedupe
 // key in the link log, and an undelivered flag, indexed while set and
 // cleared by the delivery mark), "one-row" is the row and its dedupe key
@@ -45,6 +52,7 @@ func BenchmarkExchangeRecord(b *testing.B) {
 		{name: "stored-without-links", noLinks: true},
 		{name: "stored-without-turn", noTurn: true},
 		{name: "stored-without-outbox", noOutbox: true},
+		{name: "exchange-row", exchangeRow: true},
 		{name: "exchange", row: true, rowLink: true, rowMark: true},
 		{name: "one-row", row: true},
 		{name: "one-row-indexed", row: true, indexed: true},
@@ -57,6 +65,8 @@ func BenchmarkExchangeRecord(b *testing.B) {
 type recordModel struct {
 	name                      string
 	noLinks, noTurn, noOutbox bool
+	// exchangeRow stores the exchange as the store does (exchanges.go).
+	exchangeRow bool
 	// row writes one row per exchange; rowLink gives it a session link
 	// and rowMark an undelivered flag and a delivery mark; indexed
 	// indexes it by session.
@@ -200,7 +210,7 @@ func (m recordModel) setup(c *conn) ([]visitor, error) {
 // write writes n exchanges' records, and the delivery marks and link-log
 // entries they leave.
 func (m recordModel) write(s *SQLite, c *conn, vs []visitor, n int) error {
-	tx := &txn{c: c}
+	tx := &txn{c: c, s: s}
 	var marks []int64
 	var entries []logEntry
 	var newest int64
@@ -281,6 +291,20 @@ func (m recordModel) exchange(tx *txn, v *visitor, id string, now int64) ([]logE
 			return es, []int64{row}, nil
 		}
 		return es, nil, nil
+	}
+	if m.exchangeRow {
+		msg := gateway.Message{PlatformMsgID: id, From: gateway.Party{Kind: "human", ID: v.platform, Name: "Visitor"},
+			UserID: v.platform, Bot: "matty", Text: modelText, Time: fromMicros(now)}
+		reply := gateway.Message{From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, Text: modelText, Time: fromMicros(now)}
+		row, err := insertExchange(tx, int64(v.conv), msg, reply, v.session)
+		if err != nil {
+			return nil, nil, err
+		}
+		o, err := insertID(tx, modelOutbox, row, "web", "matty", v.chat, now, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []logEntry{{key: key, message: row}, {session: v.session, message: row}}, []int64{o}, nil
 	}
 	in, err := insertID(tx, modelMessage, v.conv, id, "chat", "human", v.platform, "Visitor", v.platform, "matty", modelText, "", "", now, "", false, v.session)
 	if err != nil {
