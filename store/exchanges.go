@@ -27,19 +27,19 @@ const exchangeColumns = `m.reply_at, m.reply_from_id, m.reply_from_name, m.reply
 // exchangeReply is the reply of an exchange's row; at is NULL for any
 // other row.
 type exchangeReply struct {
-	at             sql.NullInt64
-	fromID, fromNm string
-	text           string
+	at               sql.NullInt64
+	fromID, fromName string
+	text             string
 }
 
-func (r *exchangeReply) dest() []any { return []any{&r.at, &r.fromID, &r.fromNm, &r.text} }
+func (r *exchangeReply) dest() []any { return []any{&r.at, &r.fromID, &r.fromName, &r.text} }
 
 // reply is the reply of the row whose person's message is m, as the row
 // read it (m.ID the row's).
 func (r *exchangeReply) reply(m gateway.Message) gateway.Message {
 	return gateway.Message{
 		ID: m.ID, Platform: m.Platform, ChatID: m.ChatID, ChatType: m.ChatType, Kind: gateway.KindChat,
-		From:   gateway.Party{Kind: "bot", ID: r.fromID, Name: r.fromNm},
+		From:   gateway.Party{Kind: "bot", ID: r.fromID, Name: r.fromName},
 		UserID: m.UserID, Bot: m.Bot, Text: r.text, ReplyTo: m.PlatformMsgID, Time: fromMicros(r.at.Int64),
 	}
 }
