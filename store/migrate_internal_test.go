@@ -205,7 +205,8 @@ func TestMigrationBreakingAReferenceIsRolledBack(t *testing.T) {
 
 // TestMessageWritesBuildNoTemporaryTables runs the writes of a message's
 // life — a new person's first message (new chat, new session), later
-// ones, a group's, the replies and their delivery marks — and then checks
+// ones, an instant exchange, a group's, the replies and their delivery
+// marks — and then checks
 // every statement the committer prepared on the way: none of them may
 // build a temporary table (a CHECK with an IN list, RETURNING, an
 // unindexed IN), which costs an allocation and a teardown per run.
@@ -245,6 +246,29 @@ func TestMessageWritesBuildNoTemporaryTables(t *testing.T) {
 	}
 	cycle(gateway.ChatPrivate, "42", "1", "")
 	cycle(gateway.ChatPrivate, "42", "2", "100")
+	// An instant exchange, stored as one row (exchanges.go).
+	key := gateway.SessionKey{Bot: "matty", Scope: "user", ScopeID: "u1"}
+	data, latest, ok := s.PeekSession(key, 20)
+	if !ok {
+		t.Fatal("the session is not cached")
+	}
+	in := gateway.Inbound{
+		Event: gateway.Event{Platform: "telegram", Bot: "matty", ChatID: "42", ChatType: gateway.ChatPrivate,
+			MessageID: "3", Sender: gateway.Sender{PlatformID: "42", Name: "Ann"}, Text: "hello", Time: time.Now()},
+		UserID: "u1", UserName: "Ann", Turns: []gateway.TurnRequest{{Session: key, Text: "hello"}},
+	}
+	sid := data.Ref.SessionID
+	answer := gateway.Completion{Session: sid, Posts: []gateway.Post{{Session: sid, Message: gateway.Message{
+		Platform: "telegram", ChatID: "42", ChatType: gateway.ChatPrivate, Kind: gateway.KindChat,
+		From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, UserID: "u1", Bot: "matty", Text: "hi",
+		ReplyTo: "3", Time: time.Now()}}}}
+	res, done, err := s.AppendAnswered(ctx, in, answer, latest)
+	if err != nil || len(done.Outbox) != 1 || done.Outbox[0].MessageID != res.Message.ID+1 {
+		t.Fatalf("instant exchange: %+v, %+v, %v; want one row", res, done, err)
+	}
+	if err := s.MarkSent(ctx, done.Outbox[0].OutboxID, "102"); err != nil {
+		t.Fatal(err)
+	}
 	cycle(gateway.ChatGroup, "-100", "7", "101")
 	cycle(gateway.ChatGroup, "-100", "8", "")
 	if _, err := s.PendingOutbox(ctx); err != nil { // commits the lazy marks
