@@ -63,12 +63,13 @@ func scanRow(row scanner) (gateway.Message, exchangeReply, error) {
 }
 
 // exchangePost is the reply of c when the exchange of in and c can be
-// stored as one row: a reply of one message to the person's chat, with
-// nothing else to store. Any other answer is stored as its own messages.
-func exchangePost(in gateway.Inbound, c gateway.Completion) (gateway.Post, bool) {
+// stored as one row (nil otherwise): a reply of one message to the
+// person's chat, with nothing else to store. Any other answer is stored
+// as its own messages.
+func exchangePost(in gateway.Inbound, c gateway.Completion) *gateway.Message {
 	if len(c.Posts) != 1 || len(c.Delegations) > 0 || len(c.Artifacts) > 0 || len(c.Notes) > 0 ||
 		c.Update != nil || c.Retry != "" || c.ResumeID != "" {
-		return gateway.Post{}, false
+		return nil
 	}
 	p, ev := c.Posts[0], in.Event
 	m := p.Message
@@ -77,7 +78,10 @@ func exchangePost(in gateway.Inbound, c gateway.Completion) (gateway.Post, bool)
 		m.Platform == ev.Platform && m.ChatID == ev.ChatID && m.ChatType == ev.ChatType &&
 		m.From.Kind == "bot" && m.From.ID == ev.Bot && m.Bot == ev.Bot &&
 		m.UserID == in.UserID && m.ReplyTo == ev.MessageID
-	return p, ok
+	if !ok {
+		return nil
+	}
+	return &m
 }
 
 // insertExchange stores the exchange of m, the person's message, and
@@ -101,27 +105,21 @@ func insertExchange(tx *txn, conv int64, m gateway.Message, reply gateway.Messag
 // completeExchange stores what completes an exchange stored as row: the
 // reply's outbox entry, and the session's touch.
 func (s *SQLite) completeExchange(ctx context.Context, tx *txn, c gateway.Completion, reply gateway.Message, row int64, out *gateway.Completed, now int64) error {
-	o := gateway.Outbound{
-		MessageID: row, Platform: reply.Platform, Bot: reply.Bot, ChatID: reply.ChatID, ChatType: reply.ChatType,
-		From: reply.From, Text: reply.Text, ReplyTo: reply.ReplyTo, Time: reply.Time,
-	}
+	reply.ID = row
+	o := outbound(reply)
 	var err error
 	if o.OutboxID, err = insertOutbox(tx, o, now); err != nil {
 		return err
 	}
 	out.Outbox = append(out.Outbox, o)
-	if onStored := c.OnStored; onStored != nil {
-		stored := *out
-		tx.onStored(func() { onStored(stored) })
-	}
+	completed(tx, c, out)
 	return s.touchSession(ctx, tx, c, now)
 }
 
-// appendExchange stores m, the person's message of in, and reply as an
-// exchange's row (appendInbound's end for one): the row's dedupe key and
-// session link name the row, and the session's window gains both
-// messages.
-func (s *SQLite) appendExchange(tx *txn, in gateway.Inbound, conv int64, m, reply gateway.Message, session string, key inboundKey, res *gateway.InboundResult) error {
+// appendExchange stores m, a person's message, and reply as an exchange's
+// row (appendInbound's end for one): the row's dedupe key and session
+// link name the row, and the session's window gains both messages.
+func (s *SQLite) appendExchange(tx *txn, conv int64, m, reply gateway.Message, session string, key inboundKey, res *gateway.InboundResult) error {
 	row, err := insertExchange(tx, conv, m, reply, session)
 	if err != nil {
 		return err
@@ -133,10 +131,5 @@ func (s *SQLite) appendExchange(tx *txn, in gateway.Inbound, conv int64, m, repl
 	tx.onLinked(session, &reply)
 	res.Message = m
 	res.Turns = append(res.Turns, gateway.TurnRef{SessionID: session})
-	if onStored := in.OnStored; onStored != nil {
-		stored := *res
-		stored.Turns = nil
-		tx.onStored(func() { onStored(stored) })
-	}
 	return nil
 }

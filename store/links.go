@@ -316,7 +316,7 @@ func writeEntries(tx *txn, es []logEntry) error {
 }
 
 // writeEntriesTo is writeEntries with the tables' statements.
-func writeEntriesTo(tx *txn, es []logEntry, insertKeys, insertLinks entryInsert) error {
+func writeEntriesTo(tx *txn, es []logEntry, keys, links entryInsert) error {
 	args := make([]any, 0, entryRows*5)
 	for len(es) > 0 {
 		link := es[0].session != ""
@@ -335,9 +335,9 @@ func writeEntriesTo(tx *txn, es []logEntry, insertKeys, insertLinks entryInsert)
 				args = append(args, e.key.platform, e.key.bot, e.key.chat, e.key.msgID, e.message)
 			}
 		}
-		ins := insertKeys
+		ins := keys
 		if link {
-			ins = insertLinks
+			ins = links
 		}
 		q := ins.one
 		if n == entryRows {

@@ -262,13 +262,32 @@ func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound,
 		}
 	}
 	if reply != nil {
-		return s.appendExchange(tx, in, conv, m, *reply, sids[0], key, res)
+		if err := s.appendExchange(tx, conv, m, *reply, sids[0], key, res); err != nil {
+			return err
+		}
+	} else if err := s.appendMessage(ctx, tx, in, conv, m, sids, key, res, doneAt); err != nil {
+		return err
 	}
+	if onStored := in.OnStored; onStored != nil {
+		stored := *res
+		if doneAt != 0 {
+			stored.Turns = nil
+		}
+		tx.onStored(func() { onStored(stored) })
+	}
+	return nil
+}
+
+// appendMessage is appendInbound's end for a message stored as its own
+// row: the row, its dedupe key, its session links and its turns.
+func (s *SQLite) appendMessage(ctx context.Context, tx *txn, in gateway.Inbound, conv int64, m gateway.Message, sids []string, key inboundKey, res *gateway.InboundResult, doneAt int64) error {
+	var err error
 	if m.ID, err = insertMessage(ctx, tx, conv, m, sessionList(sids...)); err != nil {
 		return err
 	}
 	keyMessage(tx, key, m.ID)
 	res.Message = m
+	at := micros(m.Time)
 	for i, t := range in.Turns {
 		sid := sids[i]
 		if !slices.Contains(sids[:i], sid) {
@@ -293,13 +312,6 @@ func (s *SQLite) appendInbound(ctx context.Context, tx *txn, in gateway.Inbound,
 			cached := cachedTurn{ref: ref, message: m, text: t.Text}
 			tx.onStored(func() { s.recent.addTurn(cached) })
 		}
-	}
-	if onStored := in.OnStored; onStored != nil {
-		stored := *res
-		if doneAt != 0 {
-			stored.Turns = nil
-		}
-		tx.onStored(func() { onStored(stored) })
 	}
 	return nil
 }

@@ -690,7 +690,6 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, ok bool) {
 		s.links.rolledBack()
 		s.resetHooks()
 		for i := range errs {
-			s.hookEnds[i] = 0
 			if errs[i] == nil {
 				errs[i] = err
 			}

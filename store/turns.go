@@ -210,10 +210,7 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 		now := micros(timeNow())
 		// A reply to the person's chat and nothing else is stored with
 		// the message, as one row (exchanges.go).
-		var reply *gateway.Message
-		if p, ok := exchangePost(w.in, w.c); ok {
-			reply = &p.Message
-		}
+		reply := exchangePost(w.in, w.c)
 		if err := s.appendInbound(ctx, tx, w.in, &w.res, now, reply); err != nil || w.res.Duplicate {
 			return err
 		}
@@ -323,14 +320,20 @@ func (s *SQLite) completeTurn(ctx context.Context, tx *txn, c gateway.Completion
 		}
 		out.Turns = append(out.Turns, gateway.TurnRef{ID: tid, SessionID: c.Session})
 	}
-	if onStored := c.OnStored; onStored != nil {
-		stored := *out
-		tx.onStored(func() { onStored(stored) })
-	}
+	completed(tx, c, out)
 	if c.Turn.ID == 0 {
 		return nil
 	}
 	return s.touchSession(ctx, tx, c, now)
+}
+
+// completed hands out, what c's write stored, to c's callback once it
+// commits.
+func completed(tx *txn, c gateway.Completion, out *gateway.Completed) {
+	if onStored := c.OnStored; onStored != nil {
+		stored := *out
+		tx.onStored(func() { onStored(stored) })
+	}
 }
 
 // touchSession records that c's turn is done in its session: its
@@ -369,14 +372,11 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 	if err != nil {
 		return gateway.Outbound{}, err
 	}
+	m.ID = id
 	if p.Session != "" {
-		m.ID = id
 		linkMessage(tx, p.Session, &m)
 	}
-	o := gateway.Outbound{
-		MessageID: id, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
-		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
-	}
+	o := outbound(m)
 	if o.OutboxID, err = insertOutbox(tx, o, now); err != nil {
 		return gateway.Outbound{}, err
 	}
@@ -386,6 +386,14 @@ func post(ctx context.Context, tx *txn, p gateway.Post, now int64) (gateway.Outb
 		}
 	}
 	return o, nil
+}
+
+// outbound is the outbox entry of m, a stored message (its ID set).
+func outbound(m gateway.Message) gateway.Outbound {
+	return gateway.Outbound{
+		MessageID: m.ID, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
+		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
+	}
 }
 
 // insertOutbox queues o, whose message is stored, in the outbox.
@@ -438,17 +446,18 @@ func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) 
 	defer rows.Close()
 	var out []gateway.Outbound
 	for rows.Next() {
-		var o gateway.Outbound
+		var id int64
+		var attempt, partsSent int
 		var r exchangeReply
-		m, err := scanMessage(aroundScanner{rows, []any{&o.OutboxID, &o.Attempt, &o.PartsSent}, r.dest()})
+		m, err := scanMessage(aroundScanner{rows, []any{&id, &attempt, &partsSent}, r.dest()})
 		if err != nil {
 			return nil, fmt.Errorf("store: pending outbox: %w", err)
 		}
 		if r.at.Valid {
 			m = r.reply(m) // an exchange's entry is its reply's
 		}
-		o.MessageID, o.Platform, o.Bot, o.ChatID, o.ChatType = m.ID, m.Platform, m.Bot, m.ChatID, m.ChatType
-		o.From, o.Text, o.ReplyTo, o.Time = m.From, m.Text, m.ReplyTo, m.Time
+		o := outbound(m)
+		o.OutboxID, o.Attempt, o.PartsSent = id, attempt, partsSent
 		if m.DelegationID != "" {
 			if o.Delegation, err = s.delegationRef(ctx, m.DelegationID); err != nil {
 				return nil, fmt.Errorf("store: pending outbox: %w", err)
