@@ -672,3 +672,78 @@ func TestCheckpointerSyncsDatabaseFile(t *testing.T) {
 		t.Errorf("sync after Close = %v; want %v", err, os.ErrClosed)
 	}
 }
+
+// TestDeliveryMarksInRuns: bare delivery marks (the web's) are queued and
+// written together, a statement per run of consecutive outbox IDs. Every
+// marked entry is sent, and only those: the entries between runs, and
+// after them, stay pending, through a restart too. A mark given twice
+// (a reply sent again after a reconnect) counts once.
+func TestDeliveryMarksInRuns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sb.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for i := range 10 {
+		res, err := s.AppendInbound(ctx, webRoomInbound("room"+strconv.Itoa(i), "m1", "ann", "matty"))
+		if err != nil || len(res.Turns) != 1 {
+			t.Fatalf("append %d: %+v, %v", i, res, err)
+		}
+		turn := res.Turns[0]
+		out, err := s.CompleteTurn(ctx, gateway.Completion{Turn: turn, Session: turn.SessionID, Posts: []gateway.Post{{
+			Session: turn.SessionID, Message: gateway.Message{
+				Platform: gateway.PlatformWeb, ChatID: "room" + strconv.Itoa(i), ChatType: gateway.ChatGroup, Kind: gateway.KindChat,
+				From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, Bot: "matty", Text: "hi", Time: time.Now(),
+			}}}})
+		if err != nil || len(out.Outbox) != 1 {
+			t.Fatalf("complete %d: %+v, %v", i, out, err)
+		}
+		ids = append(ids, out.Outbox[0].OutboxID)
+	}
+	// Out of order, with a duplicate: runs {0,1,2}, {4,5}, {7}.
+	for _, i := range []int{5, 0, 2, 7, 1, 4, 7} {
+		if err := s.MarkSent(ctx, ids[i], ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantPending := []int64{ids[3], ids[6], ids[8], ids[9]}
+	pendingIDs := func(s *SQLite) []int64 {
+		t.Helper()
+		pending, err := s.PendingOutbox(ctx) // commits the queued marks first
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, o := range pending {
+			got = append(got, o.OutboxID)
+		}
+		return got
+	}
+	if got := pendingIDs(s); !slices.Equal(got, wantPending) {
+		t.Errorf("pending = %v, want %v", got, wantPending)
+	}
+	var sent int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE status = 'sent'`).Scan(&sent); err != nil || sent != 6 {
+		t.Errorf("sent entries = %d, %v; want 6", sent, err)
+	}
+	// Marks queued when the store closes are written as it closes.
+	if err := s.MarkSent(ctx, ids[8], ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkSent(ctx, ids[9], ""); err == nil {
+		t.Error("MarkSent after Close succeeded")
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, want := pendingIDs(s), []int64{ids[3], ids[6], ids[9]}; !slices.Equal(got, want) {
+		t.Errorf("pending after a restart = %v, want %v", got, want)
+	}
+}

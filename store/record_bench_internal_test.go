@@ -53,6 +53,11 @@ func BenchmarkExchangeRecord(b *testing.B) {
 		{name: "stored-without-turn", noTurn: true},
 		{name: "stored-without-outbox", noOutbox: true},
 		{name: "exchange-row", exchangeRow: true},
+		{name: "exchange-row-unmarked", exchangeRow: true, noMark: true},
+		{name: "exchange-row-no-outbox", exchangeRow: true, noOutbox: true},
+		{name: "exchange-row-range-marks", exchangeRow: true, rangeMarks: true},
+		{name: "exchange-row-flag", exchangeRow: true, flag: true},
+		{name: "exchange-row-flag-range-marks", exchangeRow: true, flag: true, rangeMarks: true},
 		{name: "exchange", row: true, rowLink: true, rowMark: true},
 		{name: "one-row", row: true},
 		{name: "one-row-indexed", row: true, indexed: true},
@@ -67,6 +72,11 @@ type recordModel struct {
 	noLinks, noTurn, noOutbox bool
 	// exchangeRow stores the exchange as the store does (exchanges.go).
 	exchangeRow bool
+	// noMark leaves the outbox entries pending; rangeMarks marks a
+	// transaction's entries in runs of consecutive IDs, one statement a
+	// run; flag keeps an undelivered flag on the row instead of an outbox
+	// entry.
+	noMark, rangeMarks, flag bool
 	// row writes one row per exchange; rowLink gives it a session link
 	// and rowMark an undelivered flag and a delivery mark; indexed
 	// indexes it by session.
@@ -98,6 +108,14 @@ const (
 	modelRow    = `INSERT INTO exchanges (session_id, conversation_id, platform_msg_id, from_id, from_name,
 		user_id, bot, text, reply, created_at, replied_at, undelivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	modelRowMark = `UPDATE exchanges SET undelivered = 0 WHERE id = ?`
+	// The marks of runs of IDs, and of the flag on messages.
+	modelRangeMark = `UPDATE outbox SET status = 'sent', updated_at = ? WHERE id BETWEEN ? AND ?`
+	modelFlagRow   = `INSERT INTO messages (id, conversation_id, platform_msg_id, kind, from_kind,
+		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, sessions,
+		reply_at, reply_from_id, reply_from_name, reply_text, reply_pending)
+		VALUES (?, ?, ?, 'chat', 'human', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
+	modelFlagMark      = `UPDATE messages SET reply_pending = 0 WHERE id = ?`
+	modelFlagRangeMark = `UPDATE messages SET reply_pending = 0 WHERE id BETWEEN ? AND ? AND reply_pending = 1`
 )
 
 var (
@@ -179,6 +197,10 @@ func processCPU() time.Duration {
 // records' tables.
 func (m recordModel) setup(c *conn) ([]visitor, error) {
 	stmts := append(slices.Clone(modelTables), "BEGIN IMMEDIATE")
+	if m.flag {
+		stmts = append(stmts, `ALTER TABLE messages ADD COLUMN reply_pending INTEGER NOT NULL DEFAULT 0`,
+			`CREATE INDEX messages_reply_pending ON messages (id) WHERE reply_pending = 1`)
+	}
 	if m.indexed {
 		stmts = append(stmts, `CREATE INDEX exchanges_by_session ON exchanges (session_id, id)`)
 	}
@@ -218,18 +240,9 @@ func (m recordModel) write(s *SQLite, c *conn, vs []visitor, n int) error {
 		if _, err := c.exec("BEGIN IMMEDIATE"); err != nil {
 			return err
 		}
-		mark, now := modelMark, micros(time.Now())
-		if m.row {
-			mark = modelRowMark
-		}
-		for _, id := range marks {
-			args := []any{"", now, id}
-			if m.row {
-				args = args[2:]
-			}
-			if _, err := c.exec(mark, args...); err != nil {
-				return err
-			}
+		now := micros(time.Now())
+		if err := m.mark(c, marks, now); err != nil {
+			return err
 		}
 		marks = marks[:0]
 		for i := 0; i < modelBatch && seq < n; i++ {
@@ -273,6 +286,49 @@ func (m recordModel) write(s *SQLite, c *conn, vs []visitor, n int) error {
 	return nil
 }
 
+// mark writes the delivery marks of ids.
+func (m recordModel) mark(c *conn, ids []int64, now int64) error {
+	q, args := modelMark, func(id int64) []any { return []any{"", now, id} }
+	switch {
+	case m.flag:
+		q, args = modelFlagMark, func(id int64) []any { return []any{id} }
+	case m.row:
+		q, args = modelRowMark, func(id int64) []any { return []any{id} }
+	}
+	if m.rangeMarks {
+		slices.Sort(ids)
+		q = modelRangeMark
+		if m.flag {
+			q = modelFlagRangeMark
+		}
+		for i := 0; i < len(ids); {
+			j := i + 1
+			step := int64(1)
+			if m.flag {
+				step = 2 // an exchange's row is two IDs past the one before
+			}
+			for j < len(ids) && ids[j] == ids[j-1]+step {
+				j++
+			}
+			a := []any{ids[i], ids[j-1]}
+			if !m.flag {
+				a = []any{now, ids[i], ids[j-1]}
+			}
+			if _, err := c.exec(q, a...); err != nil {
+				return err
+			}
+			i = j
+		}
+		return nil
+	}
+	for _, id := range ids {
+		if _, err := c.exec(q, args(id)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // exchange writes one exchange's rows and returns its link-log entries
 // and the IDs its delivery mark will name.
 func (m recordModel) exchange(tx *txn, v *visitor, id string, now int64) ([]logEntry, []int64, error) {
@@ -296,15 +352,31 @@ func (m recordModel) exchange(tx *txn, v *visitor, id string, now int64) ([]logE
 		msg := gateway.Message{PlatformMsgID: id, From: gateway.Party{Kind: "human", ID: v.platform, Name: "Visitor"},
 			UserID: v.platform, Bot: "matty", Text: modelText, Time: fromMicros(now)}
 		reply := gateway.Message{From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"}, Text: modelText, Time: fromMicros(now)}
-		row, err := insertExchange(tx, int64(v.conv), msg, reply, v.session)
+		var row int64
+		var err error
+		if m.flag {
+			row = tx.s.lastID + 2
+			_, err = tx.c.exec(modelFlagRow, row, v.conv, msg.PlatformMsgID, msg.From.ID, msg.From.Name, msg.UserID, msg.Bot, msg.Text,
+				"", "", now, v.session, now, reply.From.ID, reply.From.Name, reply.Text)
+			tx.s.lastID = row
+		} else {
+			row, err = insertExchange(tx, int64(v.conv), msg, reply, v.session)
+		}
 		if err != nil {
 			return nil, nil, err
+		}
+		es := []logEntry{{key: key, message: row}, {session: v.session, message: row}}
+		switch {
+		case m.flag:
+			return es, []int64{row}, nil
+		case m.noOutbox:
+			return es, nil, nil
 		}
 		o, err := insertID(tx, modelOutbox, row, "web", "matty", v.chat, now, now)
-		if err != nil {
-			return nil, nil, err
+		if err != nil || m.noMark {
+			return es, nil, err
 		}
-		return []logEntry{{key: key, message: row}, {session: v.session, message: row}}, []int64{o}, nil
+		return es, []int64{o}, nil
 	}
 	in, err := insertID(tx, modelMessage, v.conv, id, "chat", "human", v.platform, "Visitor", v.platform, "matty", modelText, "", "", now, "", false, v.session)
 	if err != nil {

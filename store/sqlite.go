@@ -85,10 +85,10 @@ type SQLite struct {
 	// intake carries new inbound messages, which wait behind everything
 	// else: under a burst, replies to what is already stored go first.
 	intake chan writeReq
-	// lazy writes wait for the next batch (see txLazy); lazyQueued
-	// tells the committer one is waiting.
+	// marks are delivery marks waiting for the next batch (see
+	// markLater); lazyQueued tells the committer some are waiting.
 	lazyMu     sync.Mutex
-	lazy       []writeReq
+	marks      []int64
 	lazyQueued chan struct{}
 	quit       chan struct{}
 	loop       sync.WaitGroup
@@ -499,15 +499,15 @@ func (s *SQLite) commitLoop() {
 				}
 				continue
 			case <-s.quit:
-				if lazy := s.takeLazy(0); len(lazy) > 0 {
-					s.runBatch(lazy)
+				if marks, ok := s.takeMarks(); ok {
+					s.runBatch([]writeReq{marks})
 				}
 				s.runBatch([]writeReq{s.flushReq()})
 				return
 			}
 		}
 		// Fill the batch with what waits, completions before intake, and
-		// the lazy writes last.
+		// the delivery marks last.
 		for _, q := range []chan writeReq{s.writes, s.intake} {
 		gather:
 			for len(batch) < maxBatch {
@@ -519,9 +519,8 @@ func (s *SQLite) commitLoop() {
 				}
 			}
 		}
-		// Lazy writes fill a batch up to twice maxBatch.
-		if lazy := s.takeLazy(maxBatch); len(lazy) > 0 {
-			batch = append(batch, lazy...)
+		if marks, ok := s.takeMarks(); ok {
+			batch = append(batch, marks)
 			lazyDue.Stop()
 			armed = false
 		}
@@ -563,16 +562,15 @@ func (s *SQLite) flushReq() writeReq {
 	return writeReq{ctx: context.Background(), fn: s.flushAll}
 }
 
-// lazyWait bounds how long a lazy write waits for other writes to share
-// its commit.
+// lazyWait bounds how long a delivery mark waits for other writes to
+// share its commit.
 const lazyWait = 50 * time.Millisecond
 
-// txLazy queues fn as a lazy write: it runs with the next batch, or on
-// its own after lazyWait, and no one waits for it. A lazy write that
-// fails is dropped; it must be one whose loss costs no more than work done
-// again (such as a delivery mark: the message is sent again after a
-// restart).
-func (s *SQLite) txLazy(fn func(*txn) error) error {
+// markLater queues the delivery mark of the outbox entry id: it is
+// written with the next batch, or on its own after lazyWait, and no one
+// waits for it. If its write fails it is dropped, which costs no more
+// than a message sent again after a restart.
+func (s *SQLite) markLater(id int64) error {
 	s.lazyMu.Lock()
 	select {
 	case <-s.quit:
@@ -580,7 +578,7 @@ func (s *SQLite) txLazy(fn func(*txn) error) error {
 		return errClosed
 	default:
 	}
-	s.lazy = append(s.lazy, writeReq{ctx: context.Background(), fn: fn})
+	s.marks = append(s.marks, id)
 	s.lazyMu.Unlock()
 	select {
 	case s.lazyQueued <- struct{}{}:
@@ -589,22 +587,37 @@ func (s *SQLite) txLazy(fn func(*txn) error) error {
 	return nil
 }
 
-// takeLazy takes up to max queued lazy writes (all when max <= 0). What
-// is left is signalled again, for the next batch or the timer.
-func (s *SQLite) takeLazy(max int) []writeReq {
+// takeMarks takes the queued delivery marks as one write, if there are
+// any.
+func (s *SQLite) takeMarks() (writeReq, bool) {
 	s.lazyMu.Lock()
-	defer s.lazyMu.Unlock()
-	lazy := s.lazy
-	if max <= 0 || len(lazy) <= max {
-		s.lazy = nil
-		return lazy
+	ids := s.marks
+	s.marks = nil
+	s.lazyMu.Unlock()
+	if len(ids) == 0 {
+		return writeReq{}, false
 	}
-	s.lazy = slices.Clone(lazy[max:])
-	select {
-	case s.lazyQueued <- struct{}{}:
-	default:
+	return writeReq{ctx: context.Background(), fn: func(tx *txn) error { return writeMarks(tx, ids) }}, true
+}
+
+// writeMarks marks the outbox entries ids sent, a statement for each run
+// of consecutive IDs: the entries a batch queued are consecutive, and so,
+// once delivered, are their marks.
+func writeMarks(tx *txn, ids []int64) error {
+	slices.Sort(ids)
+	now := micros(timeNow())
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && ids[j] <= ids[j-1]+1 {
+			j++
+		}
+		if _, err := tx.c.exec(`UPDATE outbox SET status = 'sent', platform_msg_id = '', updated_at = ? WHERE id BETWEEN ? AND ?`,
+			now, ids[i], ids[j-1]); err != nil {
+			return err
+		}
+		i = j
 	}
-	return lazy[:max]
+	return nil
 }
 
 // WriterStats is what the committer, the store's one writer, has done

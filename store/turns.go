@@ -482,22 +482,23 @@ func (p aroundScanner) Scan(dest ...any) error {
 
 // MarkSent implements gateway.Store. The platform's message ID is kept on
 // the outbox entry and in platform_ids, so replies to it can be traced back
-// to the bot: that write is durable when MarkSent returns. A bare mark (no platform ID, as from
-// the web) is a lazy write, sharing the commit of whatever is written
-// next instead of costing one of its own.
+// to the bot: that write is durable when MarkSent returns. A bare mark (no
+// platform ID, as from the web) is queued instead (markLater), to share
+// the commit of whatever is written next, in one statement with the marks
+// queued beside it.
 func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {
-	write := s.txLazy
-	if platformMsgID != "" {
-		write = func(fn func(*txn) error) error { return s.tx(ctx, fn) }
+	var err error
+	if platformMsgID == "" {
+		err = s.markLater(outboxID)
+	} else {
+		err = s.tx(ctx, func(tx *txn) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
+				platformMsgID, micros(timeNow()), outboxID); err != nil {
+				return err
+			}
+			return addPlatformID(ctx, tx, outboxID, platformMsgID)
+		})
 	}
-	err := write(func(tx *txn) error {
-		now := micros(timeNow())
-		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
-			platformMsgID, now, outboxID); err != nil {
-			return err
-		}
-		return addPlatformID(ctx, tx, outboxID, platformMsgID)
-	})
 	if err != nil {
 		return fmt.Errorf("store: mark sent %s: %w", strconv.FormatInt(outboxID, 10), err)
 	}
