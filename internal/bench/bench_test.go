@@ -42,7 +42,8 @@ func TestBenchQuick(t *testing.T) {
 		}
 	}
 	for _, note := range []string{
-		"over the gateway's closed loop the machine's CPUs were",
+		"over the gateway's closed loops the machine's CPUs were",
+		"2 rounds of 600ms closed loops, echo then gateway",
 		"the store's writer was busy",
 		"CPUs busy on the two alone",
 	} {
@@ -145,5 +146,34 @@ func TestThousands(t *testing.T) {
 		if got := thousands(in); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRoundsAdd: the rounds of the closed loop add up to one phase as
+// long as all of them, so the throughput is over all the rounds.
+func TestRoundsAdd(t *testing.T) {
+	a := loadFigures{
+		closed:    loadResult{completed: 100, answers: 120, window: 4 * time.Second, latencies: []time.Duration{1, 2}},
+		closedUse: usage{wall: 5 * time.Second, server: time.Second, writer: writerStats{batches: 10, writes: 200, busy: time.Second}},
+	}
+	b := loadFigures{
+		closed:    loadResult{completed: 300, answers: 330, window: 4 * time.Second, latencies: []time.Duration{3}, failures: 1, firstFailure: errNoAnswers},
+		closedUse: usage{wall: 5 * time.Second, server: 2 * time.Second, writer: writerStats{batches: 20, writes: 400, busy: time.Second}},
+	}
+	a.add(b)
+	if got := a.closed.throughput(); got != 50 {
+		t.Errorf("throughput = %v, want 50 (400 in 8 s)", got)
+	}
+	if a.closed.answers != 450 || len(a.closed.latencies) != 3 || a.closed.failures != 1 || a.closed.firstFailure != errNoAnswers {
+		t.Errorf("closed = %+v", a.closed)
+	}
+	if u := a.closedUse; u.wall != 10*time.Second || u.server != 3*time.Second || u.writer.batches != 30 || u.writer.writes != 600 || u.writer.busy != 2*time.Second {
+		t.Errorf("use = %+v", u)
+	}
+	if got := share(29.96, 100); got != "30.0%" {
+		t.Errorf("share = %s", got)
+	}
+	if got := share(29.5, 100); got != "29.5%" {
+		t.Errorf("share = %s", got)
 	}
 }

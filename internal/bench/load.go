@@ -154,6 +154,19 @@ type loadResult struct {
 }
 
 // lowerBound reports whether quantile q of the latencies may be one of
+// add adds o, a later phase's result, to r: a phase as long as both.
+func (r *loadResult) add(o loadResult) {
+	r.completed += o.completed
+	r.answers += o.answers
+	r.window += o.window
+	r.latencies = append(r.latencies, o.latencies...)
+	r.failures += o.failures
+	if r.firstFailure == nil {
+		r.firstFailure = o.firstFailure
+	}
+	r.unanswered += o.unanswered
+}
+
 // the unanswered sends' lower bounds rather than a measurement.
 func (r *loadResult) lowerBound(q float64) bool {
 	return float64(r.unanswered) > (1-q)*float64(len(r.latencies))

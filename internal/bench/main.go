@@ -37,8 +37,9 @@ func main() {
 type options struct {
 	quick    bool
 	duration time.Duration
-	// conns drive the closed-loop throughput phase.
-	conns int
+	// conns drive the closed-loop throughput phase, which alternates
+	// rounds times between the echo server and the gateway.
+	conns, rounds int
 	// rate is the offered load of the open-loop phase, spread over
 	// rateConns connections.
 	rate      float64
@@ -56,8 +57,8 @@ type options struct {
 
 // fullOptions and quickOptions are the two presets; flags override them.
 var (
-	fullOptions  = options{duration: 5 * time.Second, conns: 3000, rate: 2000, rateConns: 200, idle: 5000, handoffs: 50, startups: 5}
-	quickOptions = options{quick: true, duration: 600 * time.Millisecond, conns: 20, rate: 100, rateConns: 10, idle: 50, handoffs: 3, startups: 1}
+	fullOptions  = options{duration: 5 * time.Second, conns: 3000, rounds: 3, rate: 2000, rateConns: 200, idle: 5000, handoffs: 50, startups: 5}
+	quickOptions = options{quick: true, duration: 600 * time.Millisecond, conns: 20, rounds: 2, rate: 100, rateConns: 10, idle: 50, handoffs: 3, startups: 1}
 )
 
 // run parses the command line, runs the bench and prints the table.
@@ -67,6 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	quick := fs.Bool("quick", false, "small counts and short phases: a smoke test, not a measurement")
 	duration := fs.Duration("duration", 0, "length of each timed phase (default 5s, 600ms with -quick)")
 	conns := fs.Int("conns", 0, "connections for the throughput phase (default 3000)")
+	rounds := fs.Int("rounds", 0, "closed loops alternating echo and gateway for the throughput figure (default 3, 2 with -quick)")
 	idle := fs.Int("idle", 0, "idle connections for the memory figure (default 5000)")
 	bin := fs.String("bin", "", "gateway binary to measure (default: go build ./cmd/switchboard into a temp dir)")
 	keep := fs.Bool("keep", false, "keep the temp dir (configs, databases, server logs)")
@@ -83,6 +85,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *conns > 0 {
 		opts.conns = *conns
+	}
+	if *rounds > 0 {
+		opts.rounds = *rounds
 	}
 	if *idle > 0 {
 		opts.idle = *idle

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -29,8 +30,15 @@ type loadFigures struct {
 	settle time.Duration
 }
 
-// measureLoad runs the throughput and fixed-rate phases against s.
-func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFigures, error) {
+// add adds o's closed loop (a later round's) to f's.
+func (f *loadFigures) add(o loadFigures) {
+	f.closed.add(o.closed)
+	f.closedUse = f.closedUse.plus(o.closedUse)
+}
+
+// measureLoad runs the throughput phase against s, and the fixed-rate
+// phase after it when open is set.
+func (b *bench) measureLoad(ctx context.Context, s *server, hello, open bool) (loadFigures, error) {
 	var f loadFigures
 	b.progress("%s: closed loop, %d connections, %s", s.name, b.opts.conns, b.opts.duration)
 	conns, err := dialAll(ctx, s.addr, b.opts.conns, hello)
@@ -48,6 +56,9 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFig
 	}
 	f.closedUse = u1.since(u0)
 	closeAll(conns)
+	if !open {
+		return f, nil
+	}
 	if f.settle, err = s.waitIdle(10 * time.Second); err != nil {
 		return f, err
 	}
@@ -69,28 +80,48 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello bool) (loadFig
 	return f, nil
 }
 
-// webLoad measures throughput and latency through /ws: the echo server
-// first, then the gateway, with the same client.
+// webLoad measures throughput and latency through /ws, the echo server
+// and the gateway with the same client. The closed loop alternates
+// between them, each round a fresh process of each, so that the
+// machine's speed, which drifts on a shared VM, weighs on both alike; the
+// fixed-rate phase follows the last round's closed loop.
 func (b *bench) webLoad(ctx context.Context) error {
-	echo, err := startEcho(ctx, b.tmp)
-	if err != nil {
-		return err
-	}
-	e, err := b.measureLoad(ctx, echo, false)
-	echo.stop()
-	if err != nil {
-		return fmt.Errorf("echo: %w", err)
-	}
-	gw, err := startGateway(ctx, b.bin, b.tmp)
-	if err != nil {
-		return err
-	}
-	g, err := b.measureLoad(ctx, gw, true)
-	if stopErr := gw.stop(); stopErr != nil {
-		b.note("gateway shutdown after load: %v", stopErr)
-	}
-	if err != nil {
-		return fmt.Errorf("gateway: %w\n%s", err, gw.logTail())
+	var e, g loadFigures
+	var rounds []string
+	for r := range b.opts.rounds {
+		last := r == b.opts.rounds-1
+		echo, err := startEcho(ctx, b.tmp)
+		if err != nil {
+			return err
+		}
+		er, err := b.measureLoad(ctx, echo, false, last)
+		echo.stop()
+		if err != nil {
+			return fmt.Errorf("echo: %w", err)
+		}
+		gw, err := startGateway(ctx, b.bin, b.tmp)
+		if err != nil {
+			return err
+		}
+		gr, err := b.measureLoad(ctx, gw, true, last)
+		if stopErr := gw.stop(); stopErr != nil {
+			b.note("gateway shutdown after load: %v", stopErr)
+		}
+		if err != nil {
+			return fmt.Errorf("gateway: %w\n%s", err, gw.logTail())
+		}
+		rounds = append(rounds, fmt.Sprintf("echo %s, gateway %s (%s)", rate(er.closed.throughput()), rate(gr.closed.throughput()),
+			share(gr.closed.throughput(), er.closed.throughput())))
+		if r == 0 {
+			e, g = er, gr
+		} else {
+			e.add(er)
+			g.add(gr)
+		}
+		if last {
+			e.open, e.openUse, e.settle = er.open, er.openUse, er.settle
+			g.open, g.openUse, g.settle = gr.open, gr.openUse, gr.settle
+		}
 	}
 
 	for _, x := range []struct {
@@ -114,7 +145,7 @@ func (b *bench) webLoad(ctx context.Context) error {
 		row{
 			name:     "throughput /ws (script brain, SQLite)",
 			value:    rate(gt),
-			baseline: fmt.Sprintf("echo %s (gateway = %.0f%%)", rate(et), 100*ratio),
+			baseline: fmt.Sprintf("echo %s (gateway = %s)", rate(et), share(gt, et)),
 			target:   fmt.Sprintf("≥ %s/s and ≥ %.0f%% of echo", thousands(targetThroughput), 100*targetThroughputRatio),
 			verdict:  b.target(gt >= targetThroughput && ratio >= targetThroughputRatio, closedFailed),
 		},
@@ -158,16 +189,16 @@ func (b *bench) webLoad(ctx context.Context) error {
 		f   *loadFigures
 	}{{"echo", &e}, {"gateway", &g}} {
 		if n := x.f.closed.answers; n > 0 {
-			b.note("throughput: the %s process used %.1f CPU-seconds in the closed loop, %.0f µs per answered message (%s answers, warm-up included).",
+			b.note("throughput: the %s process used %.1f CPU-seconds in the closed loops, %.0f µs per answered message (%s answers, warm-up included).",
 				x.who, x.f.closedUse.server.Seconds(), float64(x.f.closedUse.server.Microseconds())/float64(n), thousands(int64(n)))
 		}
-		b.note("throughput: over the %s's closed loop the machine's CPUs were %s.", x.who, x.f.closedUse.split(x.who))
+		b.note("throughput: over the %s's closed loops the machine's CPUs were %s.", x.who, x.f.closedUse.split(x.who))
 		if c := x.f.closedUse.ceiling(x.who, x.f.closed.answers); c != "" {
 			b.note("throughput: %s (the CPU and the answers of the whole phase, warm-up included).", c)
 		}
 	}
 	if w, n := g.closedUse.writer, g.closed.answers; n > 0 && w.batches > 0 {
-		b.note("throughput: the store's writer was busy %.0f%% of the gateway's closed loop: %s transactions of %.0f writes on average, %.1f writes per answered message.",
+		b.note("throughput: the store's writer was busy %.0f%% of the gateway's closed loops: %s transactions of %.0f writes on average, %.1f writes per answered message.",
 			100*w.busy.Seconds()/g.closedUse.wall.Seconds(), thousands(int64(w.batches)), w.writes/w.batches, w.writes/float64(n))
 	}
 	if w := g.openUse.writer; w.batches > 0 {
@@ -177,6 +208,8 @@ func (b *bench) webLoad(ctx context.Context) error {
 	if et >= 0.9*ceiling {
 		b.note("throughput: the echo figure is at the client ceiling, so it understates the echo server; rerun with more -conns.")
 	}
+	b.note("throughput: %d rounds of %s closed loops, echo then gateway, each a fresh process; the figures above are over all of them, and by round: %s.",
+		b.opts.rounds, b.opts.duration, strings.Join(rounds, "; "))
 	b.note("latency is send → reply frame (echo: the echoed frame); at fixed load it is measured from each send's scheduled time (open loop, %d connections).", b.opts.rateConns)
 	return nil
 }

@@ -76,6 +76,15 @@ func rate(perSecond float64) string {
 	return thousands(int64(perSecond+0.5)) + "/s"
 }
 
+// share formats part as a percentage of whole, to one decimal, so that a
+// share just under a target does not print as the target.
+func share(part, whole float64) string {
+	if whole <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", 100*part/whole)
+}
+
 // thousands formats n as 12,345.
 func thousands(n int64) string {
 	s := fmt.Sprint(n)

@@ -72,6 +72,20 @@ func (u usage) since(before usage) usage {
 	}
 }
 
+// plus is the use of two phases together.
+func (u usage) plus(o usage) usage {
+	return usage{
+		wall: u.wall + o.wall,
+		busy: u.busy + o.busy, idle: u.idle + o.idle,
+		server: u.server + o.server, client: u.client + o.client,
+		writer: writerStats{
+			batches: u.writer.batches + o.writer.batches,
+			writes:  u.writer.writes + o.writer.writes,
+			busy:    u.writer.busy + o.writer.busy,
+		},
+	}
+}
+
 // split says how the machine's CPUs were used in a phase, as shares of
 // what they could have done: "96% busy: gateway 74%, load client 21%, the
 // rest 1%".
