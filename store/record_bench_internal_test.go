@@ -38,8 +38,12 @@ import (
 // "exchange-row", the row round 11 stores a plain reply's exchange as
 // (exchanges.go: a row of messages with the reply in it, its dedupe key
 // and one session link in the link log, and the reply's outbox entry and
-// delivery mark); and records of one row per exchange in a table of its
-// own, which the store does not have:
+// delivery mark), with the delivery marks written in runs as round 12
+// writes them ("exchange-row-single-marks": a statement each, as round 11
+// did), without marks, without the outbox entry, and with an undelivered
+// flag on the row instead of the entry (round 12 priced these and kept
+// the runs: docs/performance.md); and records of one row per exchange in
+// a table of its own, which the store does not have:
 // "exchange" keeps what the promises need (its session link and dedupe
 // key in the link log, and an undelivered flag, indexed while set and
 // cleared by the delivery mark), "one-row" is the row and its dedupe key
@@ -52,12 +56,11 @@ func BenchmarkExchangeRecord(b *testing.B) {
 		{name: "stored-without-links", noLinks: true},
 		{name: "stored-without-turn", noTurn: true},
 		{name: "stored-without-outbox", noOutbox: true},
-		{name: "exchange-row", exchangeRow: true},
+		{name: "exchange-row", exchangeRow: true, rangeMarks: true},
+		{name: "exchange-row-single-marks", exchangeRow: true},
 		{name: "exchange-row-unmarked", exchangeRow: true, noMark: true},
 		{name: "exchange-row-no-outbox", exchangeRow: true, noOutbox: true},
-		{name: "exchange-row-range-marks", exchangeRow: true, rangeMarks: true},
 		{name: "exchange-row-flag", exchangeRow: true, flag: true},
-		{name: "exchange-row-flag-range-marks", exchangeRow: true, flag: true, rangeMarks: true},
 		{name: "exchange", row: true, rowLink: true, rowMark: true},
 		{name: "one-row", row: true},
 		{name: "one-row-indexed", row: true, indexed: true},
@@ -72,10 +75,11 @@ type recordModel struct {
 	noLinks, noTurn, noOutbox bool
 	// exchangeRow stores the exchange as the store does (exchanges.go).
 	exchangeRow bool
-	// noMark leaves the outbox entries pending; rangeMarks marks a
-	// transaction's entries in runs of consecutive IDs, one statement a
-	// run; flag keeps an undelivered flag on the row instead of an outbox
-	// entry.
+	// rangeMarks writes the delivery marks as the store does since round
+	// 12 (writeMarks: a statement per run of consecutive IDs), instead of
+	// a statement per mark; noMark leaves the outbox entries pending;
+	// flag keeps an undelivered flag on the row, set as it is written and
+	// cleared by its mark, instead of an outbox entry.
 	noMark, rangeMarks, flag bool
 	// row writes one row per exchange; rowLink gives it a session link
 	// and rowMark an undelivered flag and a delivery mark; indexed
@@ -108,14 +112,12 @@ const (
 	modelRow    = `INSERT INTO exchanges (session_id, conversation_id, platform_msg_id, from_id, from_name,
 		user_id, bot, text, reply, created_at, replied_at, undelivered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	modelRowMark = `UPDATE exchanges SET undelivered = 0 WHERE id = ?`
-	// The marks of runs of IDs, and of the flag on messages.
-	modelRangeMark = `UPDATE outbox SET status = 'sent', updated_at = ? WHERE id BETWEEN ? AND ?`
-	modelFlagRow   = `INSERT INTO messages (id, conversation_id, platform_msg_id, kind, from_kind,
+	// The row with an undelivered flag, and its mark.
+	modelFlagRow = `INSERT INTO messages (id, conversation_id, platform_msg_id, kind, from_kind,
 		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, sessions,
 		reply_at, reply_from_id, reply_from_name, reply_text, reply_pending)
 		VALUES (?, ?, ?, 'chat', 'human', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`
-	modelFlagMark      = `UPDATE messages SET reply_pending = 0 WHERE id = ?`
-	modelFlagRangeMark = `UPDATE messages SET reply_pending = 0 WHERE id BETWEEN ? AND ? AND reply_pending = 1`
+	modelFlagMark = `UPDATE messages SET reply_pending = 0 WHERE id = ?`
 )
 
 var (
@@ -296,30 +298,7 @@ func (m recordModel) mark(c *conn, ids []int64, now int64) error {
 		q, args = modelRowMark, func(id int64) []any { return []any{id} }
 	}
 	if m.rangeMarks {
-		slices.Sort(ids)
-		q = modelRangeMark
-		if m.flag {
-			q = modelFlagRangeMark
-		}
-		for i := 0; i < len(ids); {
-			j := i + 1
-			step := int64(1)
-			if m.flag {
-				step = 2 // an exchange's row is two IDs past the one before
-			}
-			for j < len(ids) && ids[j] == ids[j-1]+step {
-				j++
-			}
-			a := []any{ids[i], ids[j-1]}
-			if !m.flag {
-				a = []any{now, ids[i], ids[j-1]}
-			}
-			if _, err := c.exec(q, a...); err != nil {
-				return err
-			}
-			i = j
-		}
-		return nil
+		return writeMarks(&txn{c: c}, ids)
 	}
 	for _, id := range ids {
 		if _, err := c.exec(q, args(id)...); err != nil {

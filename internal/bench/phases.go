@@ -30,6 +30,23 @@ type loadFigures struct {
 	settle time.Duration
 }
 
+// roundUse sums up a gateway's closed loop: its CPU per answered
+// message, how busy the machine and the store's writer were.
+func (f *loadFigures) roundUse() string {
+	u := f.closedUse
+	s := "no CPU reading"
+	if n := f.closed.answers; n > 0 {
+		s = fmt.Sprintf("%.0f µs per answer", float64(u.server.Microseconds())/float64(n))
+	}
+	if total := u.busy + u.idle; total > 0 {
+		s += fmt.Sprintf(", CPUs %.0f%% busy", 100*float64(u.busy)/float64(total))
+	}
+	if u.writer.batches > 0 && u.wall > 0 {
+		s += fmt.Sprintf(", writer %.0f%% busy", 100*u.writer.busy.Seconds()/u.wall.Seconds())
+	}
+	return s
+}
+
 // add adds o's closed loop (a later round's) to f's.
 func (f *loadFigures) add(o loadFigures) {
 	f.closed.add(o.closed)
@@ -110,8 +127,8 @@ func (b *bench) webLoad(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("gateway: %w\n%s", err, gw.logTail())
 		}
-		rounds = append(rounds, fmt.Sprintf("echo %s, gateway %s (%s)", rate(er.closed.throughput()), rate(gr.closed.throughput()),
-			share(gr.closed.throughput(), er.closed.throughput())))
+		rounds = append(rounds, fmt.Sprintf("echo %s, gateway %s (%s; %s)", rate(er.closed.throughput()), rate(gr.closed.throughput()),
+			share(gr.closed.throughput(), er.closed.throughput()), gr.roundUse()))
 		if r == 0 {
 			e, g = er, gr
 		} else {
