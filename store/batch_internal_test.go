@@ -702,6 +702,12 @@ func TestDeliveryMarksInRuns(t *testing.T) {
 		}
 		ids = append(ids, out.Outbox[0].OutboxID)
 	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i] != ids[i-1]+1 {
+			t.Fatalf("outbox IDs %v are not consecutive: the marks below would not form runs", ids)
+		}
+	}
+	before := s.WriterStats().Writes
 	// Out of order, with a duplicate: runs {0,1,2}, {4,5}, {7}.
 	for _, i := range []int{5, 0, 2, 7, 1, 4, 7} {
 		if err := s.MarkSent(ctx, ids[i], ""); err != nil {
@@ -728,7 +734,14 @@ func TestDeliveryMarksInRuns(t *testing.T) {
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE status = 'sent'`).Scan(&sent); err != nil || sent != 6 {
 		t.Errorf("sent entries = %d, %v; want 6", sent, err)
 	}
-	// Marks queued when the store closes are written as it closes.
+	// Each mark counts as a write, as when each was a write of its own:
+	// 7 marks and PendingOutbox's empty write (a flush of the link log
+	// may add its own; counted as one write, the marks would make 2 or 3).
+	if got := s.WriterStats().Writes - before; got < 8 {
+		t.Errorf("writes counted = %d, want at least 8", got)
+	}
+	// Marks queued when the store closes are written by the time it has
+	// closed.
 	if err := s.MarkSent(ctx, ids[8], ""); err != nil {
 		t.Fatal(err)
 	}
@@ -745,5 +758,28 @@ func TestDeliveryMarksInRuns(t *testing.T) {
 	defer s.Close()
 	if got, want := pendingIDs(s), []int64{ids[3], ids[6], ids[9]}; !slices.Equal(got, want) {
 		t.Errorf("pending after a restart = %v, want %v", got, want)
+	}
+}
+
+// TestMarkRuns: the runs of consecutive IDs that writeMarks writes a
+// statement each.
+func TestMarkRuns(t *testing.T) {
+	tests := []struct {
+		name string
+		ids  []int64
+		want [][2]int64
+	}{
+		{"none", nil, nil},
+		{"one", []int64{7}, [][2]int64{{7, 7}}},
+		{"a run", []int64{3, 4, 5, 6}, [][2]int64{{3, 6}}},
+		{"gaps", []int64{1, 2, 3, 5, 6, 8, 10}, [][2]int64{{1, 3}, {5, 6}, {8, 8}, {10, 10}}},
+		{"duplicates", []int64{1, 1, 2, 2, 4, 4}, [][2]int64{{1, 2}, {4, 4}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := markRuns(tc.ids); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("markRuns(%v) = %v, want %v", tc.ids, got, tc.want)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -298,7 +299,11 @@ func (m recordModel) mark(c *conn, ids []int64, now int64) error {
 		q, args = modelRowMark, func(id int64) []any { return []any{id} }
 	}
 	if m.rangeMarks {
-		return writeMarks(&txn{c: c}, ids)
+		if m.flag || m.row {
+			return errors.New("model: runs of marks are for outbox entries")
+		}
+		slices.Sort(ids)
+		return writeMarks(&txn{c: c}, markRuns(ids))
 	}
 	for _, id := range ids {
 		if _, err := c.exec(q, args(id)...); err != nil {

@@ -423,6 +423,9 @@ type writeReq struct {
 	ctx  context.Context
 	fn   func(*txn) error
 	done chan error
+	// marks is how many delivery marks a write of them holds
+	// (takeMarks), each counted as a write of its own.
+	marks int
 }
 
 // errClosed is returned by writes after Close.
@@ -588,7 +591,8 @@ func (s *SQLite) markLater(id int64) error {
 }
 
 // takeMarks takes the queued delivery marks as one write, if there are
-// any.
+// any. (They are not capped: each run of consecutive IDs among them is one
+// statement.)
 func (s *SQLite) takeMarks() (writeReq, bool) {
 	s.lazyMu.Lock()
 	ids := s.marks
@@ -597,25 +601,37 @@ func (s *SQLite) takeMarks() (writeReq, bool) {
 	if len(ids) == 0 {
 		return writeReq{}, false
 	}
-	return writeReq{ctx: context.Background(), fn: func(tx *txn) error { return writeMarks(tx, ids) }}, true
+	slices.Sort(ids)
+	runs := markRuns(ids)
+	return writeReq{ctx: context.Background(), marks: len(ids), fn: func(tx *txn) error { return writeMarks(tx, runs) }}, true
 }
 
-// writeMarks marks the outbox entries ids sent, a statement for each run
-// of consecutive IDs: the entries a batch queued are consecutive, and so,
-// once delivered, are their marks.
-func writeMarks(tx *txn, ids []int64) error {
-	slices.Sort(ids)
-	now := micros(timeNow())
+// markRuns splits ids, sorted, into runs of consecutive IDs, each its
+// first and last; an ID given twice counts once. Outbox IDs are given in
+// order as entries are queued, and their replies are mostly delivered in
+// that order within the lazyWait that gathers their marks, so under load
+// the marks of a batch's replies form a few long runs.
+func markRuns(ids []int64) [][2]int64 {
+	var runs [][2]int64
 	for i := 0; i < len(ids); {
 		j := i + 1
 		for j < len(ids) && ids[j] <= ids[j-1]+1 {
 			j++
 		}
+		runs = append(runs, [2]int64{ids[i], ids[j-1]})
+		i = j
+	}
+	return runs
+}
+
+// writeMarks marks the outbox entries of runs sent, a statement a run.
+func writeMarks(tx *txn, runs [][2]int64) error {
+	now := micros(timeNow())
+	for _, r := range runs {
 		if _, err := tx.c.exec(`UPDATE outbox SET status = 'sent', platform_msg_id = '', updated_at = ? WHERE id BETWEEN ? AND ?`,
-			now, ids[i], ids[j-1]); err != nil {
+			now, r[0], r[1]); err != nil {
 			return err
 		}
-		i = j
 	}
 	return nil
 }
@@ -694,7 +710,11 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, ok bool) {
 			return err
 		}
 		s.commits.Add(1)
-		s.stats.writes.Add(int64(len(batch)))
+		writes := len(batch)
+		for _, r := range batch {
+			writes += max(r.marks-1, 0)
+		}
+		s.stats.writes.Add(int64(writes))
 		s.links.committed()
 		s.unlinked.Store(int64(s.links.waiting()))
 		return nil
@@ -737,6 +757,8 @@ func (s *SQLite) finish(batch []writeReq, errs []error) {
 		switch {
 		case r.done != nil:
 			r.done <- errs[i]
+		case errs[i] != nil && r.marks > 0:
+			s.logger().Warn("store: delivery marks failed; those replies will be sent again after a restart", "marks", r.marks, "err", errs[i])
 		case errs[i] != nil: // a lazy write: no one waits for it
 			s.logger().Warn("store: a lazy write failed; the work it recorded will be done again after a restart", "err", errs[i])
 		}

@@ -154,6 +154,11 @@ type loadResult struct {
 }
 
 // lowerBound reports whether quantile q of the latencies may be one of
+// the unanswered sends' lower bounds rather than a measurement.
+func (r *loadResult) lowerBound(q float64) bool {
+	return float64(r.unanswered) > (1-q)*float64(len(r.latencies))
+}
+
 // add adds o, a later phase's result, to r: a phase as long as both.
 func (r *loadResult) add(o loadResult) {
 	r.completed += o.completed
@@ -167,11 +172,7 @@ func (r *loadResult) add(o loadResult) {
 	r.unanswered += o.unanswered
 }
 
-// the unanswered sends' lower bounds rather than a measurement.
-func (r *loadResult) lowerBound(q float64) bool {
-	return float64(r.unanswered) > (1-q)*float64(len(r.latencies))
-}
-
+// throughput is the answers per second of the measured window.
 func (r *loadResult) throughput() float64 {
 	if r.window <= 0 {
 		return 0

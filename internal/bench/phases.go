@@ -105,6 +105,7 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello, open bool) (l
 func (b *bench) webLoad(ctx context.Context) error {
 	var e, g loadFigures
 	var rounds []string
+	emptyRound := false
 	for r := range b.opts.rounds {
 		last := r == b.opts.rounds-1
 		echo, err := startEcho(ctx, b.tmp)
@@ -126,6 +127,17 @@ func (b *bench) webLoad(ctx context.Context) error {
 		}
 		if err != nil {
 			return fmt.Errorf("gateway: %w\n%s", err, gw.logTail())
+		}
+		// A round without answers fails the figure even when the others
+		// make up for it in the sums.
+		for _, x := range []struct {
+			who string
+			r   *loadResult
+		}{{"echo", &er.closed}, {"gateway", &gr.closed}} {
+			if x.r.completed == 0 && x.r.failures == 0 {
+				b.fail(fmt.Sprintf("%s closed loop, round %d", x.who, r+1), errNoAnswers)
+				emptyRound = true
+			}
 		}
 		rounds = append(rounds, fmt.Sprintf("echo %s, gateway %s (%s; %s)", rate(er.closed.throughput()), rate(gr.closed.throughput()),
 			share(gr.closed.throughput(), er.closed.throughput()), gr.roundUse()))
@@ -157,7 +169,7 @@ func (b *bench) webLoad(ctx context.Context) error {
 	if et > 0 {
 		ratio = gt / et
 	}
-	closedFailed := g.closed.failures > 0 || g.closed.completed == 0 || e.closed.completed == 0
+	closedFailed := g.closed.failures > 0 || g.closed.completed == 0 || e.closed.completed == 0 || emptyRound
 	b.rows = append(b.rows,
 		row{
 			name:     "throughput /ws (script brain, SQLite)",
