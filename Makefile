@@ -36,7 +36,7 @@ lint: deps
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# One table from one run (about 1.5 minutes): the gateway binary against a
+# One table from one run (about 2.5 minutes): the gateway binary against a
 # bare WebSocket echo server and a bare SQLite insert loop on this machine;
 # see docs/performance.md. BENCHFLAGS=-quick for a smoke run.
 bench: deps
