@@ -30,6 +30,34 @@ type loadFigures struct {
 	settle time.Duration
 }
 
+// onBoth measures a fresh echo server and then a fresh gateway, each
+// stopped after; gateway tells measure which it has. A gateway's error
+// carries the end of its log, and its unclean shutdown is noted after
+// what (a phase's name) it was measuring.
+func onBoth[T any](ctx context.Context, b *bench, what string, measure func(s *server, gateway bool) (T, error)) (echo, gw T, err error) {
+	es, err := startEcho(ctx, b.tmp)
+	if err != nil {
+		return echo, gw, err
+	}
+	echo, err = measure(es, false)
+	es.stop()
+	if err != nil {
+		return echo, gw, fmt.Errorf("echo: %w", err)
+	}
+	gs, err := startGateway(ctx, b.bin, b.tmp)
+	if err != nil {
+		return echo, gw, err
+	}
+	gw, err = measure(gs, true)
+	if stopErr := gs.stop(); stopErr != nil {
+		b.note("gateway shutdown after %s: %v", what, stopErr)
+	}
+	if err != nil {
+		return echo, gw, fmt.Errorf("gateway: %w\n%s", err, gs.logTail())
+	}
+	return echo, gw, nil
+}
+
 // roundUse sums up a gateway's closed loop: its CPU per answered
 // message, how busy the machine and the store's writer were.
 func (f *loadFigures) roundUse() string {
@@ -108,25 +136,11 @@ func (b *bench) webLoad(ctx context.Context) error {
 	emptyRound := false
 	for r := range b.opts.rounds {
 		last := r == b.opts.rounds-1
-		echo, err := startEcho(ctx, b.tmp)
+		er, gr, err := onBoth(ctx, b, "load", func(s *server, gateway bool) (loadFigures, error) {
+			return b.measureLoad(ctx, s, gateway, last)
+		})
 		if err != nil {
 			return err
-		}
-		er, err := b.measureLoad(ctx, echo, false, last)
-		echo.stop()
-		if err != nil {
-			return fmt.Errorf("echo: %w", err)
-		}
-		gw, err := startGateway(ctx, b.bin, b.tmp)
-		if err != nil {
-			return err
-		}
-		gr, err := b.measureLoad(ctx, gw, true, last)
-		if stopErr := gw.stop(); stopErr != nil {
-			b.note("gateway shutdown after load: %v", stopErr)
-		}
-		if err != nil {
-			return fmt.Errorf("gateway: %w\n%s", err, gw.logTail())
 		}
 		// A round without answers fails the figure even when the others
 		// make up for it in the sums.
@@ -279,25 +293,12 @@ func (b *bench) storeAppend(ctx context.Context) error {
 // gateway and on the echo server, each a fresh process.
 func (b *bench) idleMemory(ctx context.Context) error {
 	n := b.opts.idle
-	echo, err := startEcho(ctx, b.tmp)
+	e, g, err := onBoth(ctx, b, "idle connections", func(s *server, gateway bool) (float64, error) {
+		b.progress("%s: %d idle connections", s.name, n)
+		return idleMemory(ctx, s, n, gateway)
+	})
 	if err != nil {
 		return err
-	}
-	b.progress("echo: %d idle connections", n)
-	e, err := idleMemory(ctx, echo, n, false)
-	echo.stop()
-	if err != nil {
-		return fmt.Errorf("echo: %w", err)
-	}
-	gw, err := startGateway(ctx, b.bin, b.tmp)
-	if err != nil {
-		return err
-	}
-	b.progress("gateway: %d idle connections", n)
-	g, err := idleMemory(ctx, gw, n, true)
-	gw.stop()
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
 	}
 	b.rows = append(b.rows, row{
 		name:     fmt.Sprintf("memory per idle /ws connection at %s", thousands(int64(n))),
