@@ -15,11 +15,20 @@ func (g *Gateway) Reachable(platform string, chatIDs ...string) {
 
 // Bots implements Host.
 func (g *Gateway) Bots(platform string) []BotInfo {
-	var out []BotInfo
-	for _, b := range g.roster.Load().Bots() {
+	r := g.roster.Load()
+	if r == nil {
+		return nil
+	}
+	// The roster's own order, not a copy: the web asks for every message
+	// it takes.
+	out := make([]BotInfo, 0, len(r.order))
+	for _, b := range r.order {
 		if b.On(platform) {
 			out = append(out, BotInfo{ID: b.ID, Name: b.Name})
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -61,7 +61,10 @@ type outbox struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// marks is ctx without its cancellation, for the records of
+	// deliveries, which are kept even while shutting down.
+	marks context.Context
+	wg    sync.WaitGroup
 
 	mu      sync.Mutex
 	lanes   map[laneKey]*lane
@@ -71,6 +74,7 @@ type outbox struct {
 func newOutbox(store Store, log *slog.Logger, platform func(string) (Platform, bool), obs Observer, spawn func(func())) *outbox {
 	o := &outbox{store: store, obs: obs, log: log, platform: platform, spawn: spawn, lanes: make(map[laneKey]*lane)}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
+	o.marks = context.WithoutCancel(o.ctx)
 	return o
 }
 
@@ -176,7 +180,7 @@ func (o *outbox) logFor(e entry) logger {
 // while shutting down, or the reply would be sent again on the next start.
 func (o *outbox) sent(e entry, id string) {
 	o.obs.EventOut(e.platform)
-	if err := o.store.MarkSent(context.WithoutCancel(o.ctx), e.id, id); err != nil {
+	if err := o.store.MarkSent(o.marks, e.id, id); err != nil {
 		o.logFor(e).Error("mark sent", "err", err)
 	}
 }
@@ -298,7 +302,7 @@ func (o *outbox) expire(key laneKey, l *lane, gen int, d time.Duration) {
 	reason := fmt.Sprintf("recipient unreachable for %s", d)
 	o.log.Info("undelivered replies expired", "platform", key.platform, "chat", key.chat, "entries", len(due), "after", d)
 	for _, m := range due {
-		if err := o.store.MarkFailed(context.WithoutCancel(o.ctx), m.OutboxID, reason); err != nil {
+		if err := o.store.MarkFailed(o.marks, m.OutboxID, reason); err != nil {
 			o.log.Error("mark failed", "outbox", m.OutboxID, "err", err)
 		}
 	}
@@ -417,7 +421,7 @@ func (o *outbox) sendParts(p Platform, m *Outbound) (string, error) {
 		}
 		if i < len(parts)-1 {
 			m.PartsSent = i + 1
-			if err := o.store.MarkPart(context.WithoutCancel(o.ctx), m.OutboxID, i+1, id); err != nil {
+			if err := o.store.MarkPart(o.marks, m.OutboxID, i+1, id); err != nil {
 				o.log.Error("mark part sent", "outbox", m.OutboxID, "err", err)
 			}
 		}

@@ -271,9 +271,9 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, data TurnData, timeout ti
 		return brains.Reply{}, errors.New("bot has no brain")
 	}
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		var release func()
+		ctx, release = withTurnDeadline(ctx, timeout)
+		defer release()
 	}
 	window := bot.HistoryWindow
 	if window <= 0 {
