@@ -14,10 +14,11 @@ import (
 // at each write) costs the turn no timer, and no visit to the lock its
 // parent, shared by every turn, keeps its children under.
 //
-// Err is nil until the deadline passes or the parent ends, and then the
-// error Done's context would give: context.DeadlineExceeded, or the
-// parent's. After the first call of Done, every method answers from the
-// context that call armed.
+// Err is nil until the deadline passes, the parent ends or the context
+// is released, and then the reason of whichever came first, which does
+// not change: context.DeadlineExceeded, the parent's, or
+// context.Canceled. Once something asks for Done, or the context ends,
+// it answers from the context.WithDeadline it armed then.
 type turnDeadline struct {
 	parent   context.Context
 	deadline time.Time
@@ -58,7 +59,13 @@ func (c *turnDeadline) arm() *armedDeadline {
 }
 
 // release ends the context, cancelling the armed one if there is one.
+// A context whose deadline or parent ended before release keeps that
+// reason: it is armed first, so that it holds it.
 func (c *turnDeadline) release() {
+	now := time.Now()
+	if c.armed.Load() == nil && (!now.Before(c.deadline) || c.parent.Err() != nil) {
+		c.arm()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.done.Store(true)
@@ -84,36 +91,35 @@ func (c *turnDeadline) Done() <-chan struct{} {
 	return closedDone
 }
 
-// Err is the reason the context ended, nil while it has not.
+// Err is the reason the context ended, nil while it has not. A context
+// that ends unarmed (its deadline passed, or its parent ended) is armed
+// then, once, so that its reason is fixed as WithDeadline fixes it.
 func (c *turnDeadline) Err() error {
+	// The time is read first: a context armed after it sees a deadline
+	// passed by then, and ends as it is made.
+	now := time.Now()
 	if a := c.armed.Load(); a != nil {
 		return a.ctx.Err()
 	}
-	if err := c.parent.Err(); err != nil {
-		return err
-	}
-	if !time.Now().Before(c.deadline) {
-		return context.DeadlineExceeded
-	}
 	if c.done.Load() {
-		return context.Canceled
+		return context.Canceled // released before its deadline and its parent
 	}
-	return nil
+	if now.Before(c.deadline) && c.parent.Err() == nil {
+		return nil
+	}
+	if a := c.arm(); a != nil {
+		return a.ctx.Err()
+	}
+	return context.Canceled // released meanwhile
 }
 
-// Value is the armed context's value for key, or the parent's while the
-// deadline has not passed and nothing armed it. The two differ only in
-// the context package's own keys: it asks for them after Done (to join
-// a child to its parent) and in context.Cause, which past the deadline
-// must find the armed context's cause.
+// Value is the armed context's value for key, or the parent's before
+// it is armed. The two differ only in the context package's own keys,
+// which it asks for after Done (to join a child to its parent); its
+// Cause falls back to Err.
 func (c *turnDeadline) Value(key any) any {
 	if a := c.armed.Load(); a != nil {
 		return a.ctx.Value(key)
-	}
-	if !time.Now().Before(c.deadline) {
-		if a := c.arm(); a != nil {
-			return a.ctx.Value(key)
-		}
 	}
 	return c.parent.Value(key)
 }

@@ -15,17 +15,17 @@ type ctxKey struct{}
 // for a brain that only polls Err.
 func TestTurnDeadline(t *testing.T) {
 	t.Run("polled", func(t *testing.T) {
-		ctx, release := withTurnDeadline(context.Background(), 30*time.Millisecond)
+		ctx, release := withTurnDeadline(context.Background(), 200*time.Millisecond)
 		defer release()
 		if err := ctx.Err(); err != nil {
 			t.Fatalf("Err before the deadline = %v", err)
 		}
-		time.Sleep(40 * time.Millisecond)
-		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Err after the deadline = %v, want DeadlineExceeded", err)
-		}
 		if ctx.armed.Load() != nil {
 			t.Error("polling Err armed a timer")
+		}
+		time.Sleep(250 * time.Millisecond)
+		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Err after the deadline = %v, want DeadlineExceeded", err)
 		}
 		if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Cause after the deadline = %v, want DeadlineExceeded", err)
@@ -96,6 +96,36 @@ func TestTurnDeadline(t *testing.T) {
 			t.Error("releasing an armed context did not close its Done")
 		}
 	})
+	// Whichever ends the context first is its reason for good.
+	t.Run("deadline, then the parent ends", func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		ctx, release := withTurnDeadline(parent, 10*time.Millisecond)
+		defer release()
+		time.Sleep(20 * time.Millisecond)
+		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Err after the deadline = %v", err)
+		}
+		cancel()
+		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Err after the parent ended too = %v, want DeadlineExceeded still", err)
+		}
+	})
+	t.Run("released, then the deadline passes", func(t *testing.T) {
+		ctx, release := withTurnDeadline(context.Background(), 10*time.Millisecond)
+		release()
+		time.Sleep(20 * time.Millisecond)
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("Err = %v, want Canceled: it was released before its deadline", err)
+		}
+	})
+	t.Run("deadline passes, then released", func(t *testing.T) {
+		ctx, release := withTurnDeadline(context.Background(), 10*time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		release()
+		if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Err = %v, want DeadlineExceeded: its deadline passed before release", err)
+		}
+	})
 	t.Run("deadline and values", func(t *testing.T) {
 		parent, cancel := context.WithTimeout(context.WithValue(context.Background(), ctxKey{}, "v"), time.Minute)
 		defer cancel()
@@ -130,7 +160,14 @@ func TestTurnDeadline(t *testing.T) {
 			})
 			wg.Go(func() { _ = ctx.Value(ctxKey{}) })
 			wg.Wait()
+			// Once ended, it stays ended, for the same reason.
+			if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Err = %v, want DeadlineExceeded", err)
+			}
 			release()
+			if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Err after release = %v, want DeadlineExceeded", err)
+			}
 		}
 	})
 }

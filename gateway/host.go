@@ -21,14 +21,14 @@ func (g *Gateway) Bots(platform string) []BotInfo {
 	}
 	// The roster's own order, not a copy: the web asks for every message
 	// it takes.
-	out := make([]BotInfo, 0, len(r.order))
+	var out []BotInfo
 	for _, b := range r.order {
 		if b.On(platform) {
+			if out == nil {
+				out = make([]BotInfo, 0, len(r.order))
+			}
 			out = append(out, BotInfo{ID: b.ID, Name: b.Name})
 		}
-	}
-	if len(out) == 0 {
-		return nil
 	}
 	return out
 }
