@@ -41,9 +41,7 @@ func TestTurnDeadline(t *testing.T) {
 		defer release()
 		child, cancel := context.WithCancel(ctx)
 		defer cancel()
-		select {
-		case <-child.Done():
-		case <-time.After(5 * time.Second):
+		if !closes(child.Done()) {
 			t.Fatal("a child of the turn's context did not end at its deadline")
 		}
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.Canceled) && !errors.Is(child.Err(), context.DeadlineExceeded) {
@@ -58,9 +56,7 @@ func TestTurnDeadline(t *testing.T) {
 		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
 			t.Errorf("Err after the parent ended = %v, want Canceled", err)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Second):
+		if !closes(ctx.Done()) {
 			t.Error("Done did not close after the parent ended")
 		}
 	})
@@ -70,9 +66,7 @@ func TestTurnDeadline(t *testing.T) {
 		defer release()
 		done := ctx.Done()
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
+		if !closes(done) {
 			t.Error("Done did not close after the parent ended")
 		}
 	})
@@ -90,9 +84,7 @@ func TestTurnDeadline(t *testing.T) {
 		armed, release := withTurnDeadline(context.Background(), time.Hour)
 		done := armed.Done()
 		release()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
+		if !closes(done) {
 			t.Error("releasing an armed context did not close its Done")
 		}
 	})
@@ -170,4 +162,14 @@ func TestTurnDeadline(t *testing.T) {
 			}
 		}
 	})
+}
+
+// closes says whether done closes within 5 s.
+func closes(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
 }
