@@ -49,8 +49,11 @@ type Match struct {
 // bots. It is immutable and safe for concurrent use.
 type Parser struct {
 	patterns []*regexp.Regexp
-	bots     []Bot
-	byName   map[string]string // lower-cased name → bot ID
+	// firsts are, for each pattern, the runes a sentence must begin with
+	// for it to match there (firstRunes), nil for any.
+	firsts [][]rune
+	bots   []Bot
+	byName map[string]string // lower-cased name → bot ID
 }
 
 // namePattern matches a name not known to the parser: up to three words.
@@ -89,8 +92,30 @@ func NewParser(triggers []string, bots []Bot) (*Parser, error) {
 			return nil, err
 		}
 		p.patterns = append(p.patterns, re)
+		p.firsts = append(p.firsts, firstRunes(t))
 	}
 	return p, nil
+}
+
+// firstRunes are the runes a sentence must begin with for trigger t to
+// match there: the case variants of t's first rune (its pattern matches
+// case-insensitively, which regexp does by unicode.SimpleFold's orbits),
+// or nil when t begins with a placeholder, a space or invalid UTF-8.
+// Find checks them before running the pattern: most messages start with
+// none of them, and the check is a fraction of a regexp's run.
+func firstRunes(t string) []rune {
+	if strings.HasPrefix(t, "{bot}") || strings.HasPrefix(t, "{task}") {
+		return nil
+	}
+	r, _ := utf8.DecodeRuneInString(t)
+	if r == utf8.RuneError || unicode.IsSpace(r) {
+		return nil
+	}
+	orbit := []rune{r}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		orbit = append(orbit, f)
+	}
+	return orbit
 }
 
 // compileTrigger turns "tell {bot} to {task}" into an anchored,
@@ -171,7 +196,12 @@ func (m *Match) cut(text string, next int) {
 }
 
 func (p *Parser) matchAt(text string, start int) (Match, bool) {
-	for _, re := range p.patterns {
+	for i, re := range p.patterns {
+		if f := p.firsts[i]; f != nil {
+			if r, _ := utf8.DecodeRuneInString(text[start:]); !slices.Contains(f, r) {
+				continue
+			}
+		}
 		sub := re.FindStringSubmatchIndex(text[start:])
 		if sub == nil {
 			continue

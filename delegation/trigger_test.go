@@ -1,6 +1,8 @@
 package delegation
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -107,11 +109,23 @@ func FuzzFind(f *testing.F) {
 	for _, s := range []string{
 		"tell finn to build", "Great. Ask @priest to review it!", "tell Fin to x", "ask Zoë Ångström to ü",
 		"tell  finn\tto\n\nbuild", "...tell finn to .", "tell tell finn to to",
+		"KINDLY ask finn to x", "\u212aindly ask finn to x", "finn, please build it", "ſay to finn: go",
 	} {
 		f.Add(s)
 	}
 	p := parser(f)
+	// Triggers that start with a letter of three case variants (k, K
+	// and the Kelvin sign), with a placeholder, and with a long s.
+	odd := parser(f, "kindly ask {bot} to {task}", "{bot}, please {task}", "say to {bot}: {task}")
 	f.Fuzz(func(t *testing.T, text string) {
+		// The first-rune check only spares patterns that cannot match.
+		for _, p := range []*Parser{p, odd} {
+			unfiltered := *p
+			unfiltered.firsts = make([][]rune, len(p.patterns))
+			if got, want := p.Find(text), unfiltered.Find(text); !reflect.DeepEqual(got, want) {
+				t.Fatalf("Find(%q) = %+v, without the first-rune check %+v", text, got, want)
+			}
+		}
 		prevEnd := 0
 		for _, m := range p.Find(text) {
 			if m.Start < prevEnd || m.End < m.Start || m.End > len(text) {
@@ -129,4 +143,44 @@ func FuzzFind(f *testing.F) {
 			prevEnd = m.End
 		}
 	})
+}
+
+// TestFirstRunes: the runes a sentence must start with for a trigger to
+// match there, as regexp's case-insensitive matching folds them.
+func TestFirstRunes(t *testing.T) {
+	tests := []struct {
+		trigger string
+		want    []rune
+	}{
+		{"tell {bot} to {task}", []rune{'t', 'T'}},
+		{"Ask {bot} to {task}", []rune{'A', 'a'}},
+		{"kindly ask {bot} to {task}", []rune{'k', '\u212a', 'K'}},
+		{"say to {bot}: {task}", []rune{'s', '\u017f', 'S'}},
+		{"{bot}, please {task}", nil},
+		{"{task} for {bot}", nil},
+		{" tell {bot} to {task}", nil},
+		{"\xfftell {bot} to {task}", nil},
+	}
+	for _, tc := range tests {
+		got := firstRunes(tc.trigger)
+		if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(tc.want))) {
+			t.Errorf("firstRunes(%q) = %q, want %q", tc.trigger, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkFind: a message without a trigger, as most are (the first-rune
+// check spares its patterns), and one with.
+func BenchmarkFind(b *testing.B) {
+	p := parser(b)
+	for _, text := range []string{
+		"please have a look at the deploy notes, item 12345",
+		"Thanks. Tell finn to build the login page, then ask priest to review it.",
+	} {
+		b.Run(strings.Fields(text)[0], func(b *testing.B) {
+			for b.Loop() {
+				p.Find(text)
+			}
+		})
+	}
 }
