@@ -43,7 +43,7 @@ func TestBenchQuick(t *testing.T) {
 	}
 	for _, note := range []string{
 		"over the gateway's closed loops the machine's CPUs were",
-		"2 rounds of 600ms closed loops, echo then gateway",
+		"2 rounds of 600ms closed loops of the echo server and the gateway, the gateway first in every other round",
 		"the store's writer was busy",
 		"CPUs busy on the two alone",
 	} {

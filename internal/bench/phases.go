@@ -30,30 +30,46 @@ type loadFigures struct {
 	settle time.Duration
 }
 
-// onBoth measures a fresh echo server and then a fresh gateway, each
-// stopped after; gateway tells measure which it has. A gateway's error
-// carries the end of its log, and its unclean shutdown is noted after
-// what (a phase's name) it was measuring.
-func onBoth[T any](ctx context.Context, b *bench, what string, measure func(s *server, gateway bool) (T, error)) (echo, gw T, err error) {
-	es, err := startEcho(ctx, b.tmp)
-	if err != nil {
-		return echo, gw, err
+// onBoth measures a fresh echo server and a fresh gateway, each stopped
+// after, the echo server first unless gatewayFirst; gateway tells
+// measure which it has. A gateway's error carries the end of its log,
+// and its unclean shutdown is noted after what (a phase's name) it was
+// measuring.
+func onBoth[T any](ctx context.Context, b *bench, what string, gatewayFirst bool, measure func(s *server, gateway bool) (T, error)) (echo, gw T, err error) {
+	measureEcho := func() error {
+		es, err := startEcho(ctx, b.tmp)
+		if err != nil {
+			return err
+		}
+		echo, err = measure(es, false)
+		es.stop()
+		if err != nil {
+			return fmt.Errorf("echo: %w", err)
+		}
+		return nil
 	}
-	echo, err = measure(es, false)
-	es.stop()
-	if err != nil {
-		return echo, gw, fmt.Errorf("echo: %w", err)
+	measureGateway := func() error {
+		gs, err := startGateway(ctx, b.bin, b.tmp)
+		if err != nil {
+			return err
+		}
+		gw, err = measure(gs, true)
+		if stopErr := gs.stop(); stopErr != nil {
+			b.note("gateway shutdown after %s: %v", what, stopErr)
+		}
+		if err != nil {
+			return fmt.Errorf("gateway: %w\n%s", err, gs.logTail())
+		}
+		return nil
 	}
-	gs, err := startGateway(ctx, b.bin, b.tmp)
-	if err != nil {
-		return echo, gw, err
+	order := []func() error{measureEcho, measureGateway}
+	if gatewayFirst {
+		order[0], order[1] = order[1], order[0]
 	}
-	gw, err = measure(gs, true)
-	if stopErr := gs.stop(); stopErr != nil {
-		b.note("gateway shutdown after %s: %v", what, stopErr)
-	}
-	if err != nil {
-		return echo, gw, fmt.Errorf("gateway: %w\n%s", err, gs.logTail())
+	for _, m := range order {
+		if err := m(); err != nil {
+			return echo, gw, err
+		}
 	}
 	return echo, gw, nil
 }
@@ -136,7 +152,9 @@ func (b *bench) webLoad(ctx context.Context) error {
 	emptyRound := false
 	for r := range b.opts.rounds {
 		last := r == b.opts.rounds-1
-		er, gr, err := onBoth(ctx, b, "load", func(s *server, gateway bool) (loadFigures, error) {
+		// Every other round runs the gateway first, so that neither
+		// server always runs second.
+		er, gr, err := onBoth(ctx, b, "load", r%2 == 1, func(s *server, gateway bool) (loadFigures, error) {
 			return b.measureLoad(ctx, s, gateway, last)
 		})
 		if err != nil {
@@ -251,7 +269,7 @@ func (b *bench) webLoad(ctx context.Context) error {
 	if et >= 0.9*ceiling {
 		b.note("throughput: the echo figure is at the client ceiling, so it understates the echo server; rerun with more -conns.")
 	}
-	b.note("throughput: %d rounds of %s closed loops, echo then gateway, each a fresh process; the figures above are over all of them, and by round: %s.",
+	b.note("throughput: %d rounds of %s closed loops of the echo server and the gateway, the gateway first in every other round, each a fresh process; the figures above are over all of them, and by round: %s.",
 		b.opts.rounds, b.opts.duration, strings.Join(rounds, "; "))
 	b.note("latency is send → reply frame (echo: the echoed frame); at fixed load it is measured from each send's scheduled time (open loop, %d connections).", b.opts.rateConns)
 	return nil
@@ -293,7 +311,7 @@ func (b *bench) storeAppend(ctx context.Context) error {
 // gateway and on the echo server, each a fresh process.
 func (b *bench) idleMemory(ctx context.Context) error {
 	n := b.opts.idle
-	e, g, err := onBoth(ctx, b, "idle connections", func(s *server, gateway bool) (float64, error) {
+	e, g, err := onBoth(ctx, b, "idle connections", false, func(s *server, gateway bool) (float64, error) {
 		b.progress("%s: %d idle connections", s.name, n)
 		return idleMemory(ctx, s, n, gateway)
 	})
