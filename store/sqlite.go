@@ -463,7 +463,7 @@ func (s *SQLite) write(ctx context.Context, fn func(*txn) error, queue chan writ
 
 // commitLoop runs queued writes in batches until Close.
 func (s *SQLite) commitLoop() {
-	// lazyDue fires lazyWait after a lazy write was queued with nothing
+	// lazyDue fires lazyWait after a delivery mark was queued with nothing
 	// else to commit it with.
 	lazyDue := time.NewTimer(lazyWait)
 	lazyDue.Stop()
@@ -759,14 +759,15 @@ func (s *SQLite) finish(batch []writeReq, errs []error) {
 			r.done <- errs[i]
 		case errs[i] != nil && r.marks > 0:
 			s.logger().Warn("store: delivery marks failed; those replies will be sent again after a restart", "marks", r.marks, "err", errs[i])
-		case errs[i] != nil: // a lazy write: no one waits for it
-			s.logger().Warn("store: a lazy write failed; the work it recorded will be done again after a restart", "err", errs[i])
+		case errs[i] != nil: // a write of the link log: its entries wait for the next
+			s.logger().Warn("store: writing the link log failed; its entries wait for the next flush", "err", errs[i])
 		}
 	}
 }
 
-// SetLogger sets where the store logs what no caller hears of (lazy
-// writes that failed); the default is slog.Default().
+// SetLogger sets where the store logs what no caller hears of (writes no
+// one waits for that failed: delivery marks, the link log's); the
+// default is slog.Default().
 func (s *SQLite) SetLogger(l *slog.Logger) { s.log.Store(l) }
 
 func (s *SQLite) logger() *slog.Logger {

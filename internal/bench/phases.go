@@ -80,10 +80,10 @@ func (f *loadFigures) roundUse() string {
 	u := f.closedUse
 	s := "no CPU reading"
 	if n := f.closed.answers; n > 0 {
-		s = fmt.Sprintf("%.0f µs per answer", float64(u.server.Microseconds())/float64(n))
+		s = fmt.Sprintf("%.0f µs per answer", microsEach(u.server, n))
 	}
 	if total := u.busy + u.idle; total > 0 {
-		s += fmt.Sprintf(", CPUs %.0f%% busy", 100*float64(u.busy)/float64(total))
+		s += fmt.Sprintf(", CPUs %.0f%% busy", u.pct(u.busy))
 	}
 	if u.writer.batches > 0 && u.wall > 0 {
 		s += fmt.Sprintf(", writer %.0f%% busy", 100*u.writer.busy.Seconds()/u.wall.Seconds())
@@ -160,8 +160,9 @@ func (b *bench) webLoad(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		// A round without answers fails the figure even when the others
-		// make up for it in the sums.
+		// A round without answers fails the figure, even when the others
+		// make up for it in the sums. (Failed messages are counted over
+		// all rounds, below.)
 		for _, x := range []struct {
 			who string
 			r   *loadResult
@@ -185,13 +186,15 @@ func (b *bench) webLoad(ctx context.Context) error {
 		}
 	}
 
+	// (A closed loop without answers failed its round, above.)
 	for _, x := range []struct {
-		who string
-		r   *loadResult
-	}{{"echo closed loop", &e.closed}, {"echo open loop", &e.open}, {"gateway closed loop", &g.closed}, {"gateway open loop", &g.open}} {
+		who  string
+		r    *loadResult
+		open bool
+	}{{"echo closed loop", &e.closed, false}, {"echo open loop", &e.open, true}, {"gateway closed loop", &g.closed, false}, {"gateway open loop", &g.open, true}} {
 		if x.r.failures > 0 {
 			b.fail(x.who, fmt.Errorf("%d failed messages, e.g. %v", x.r.failures, x.r.firstFailure))
-		} else if x.r.completed == 0 {
+		} else if x.open && x.r.completed == 0 {
 			b.fail(x.who, errNoAnswers)
 		}
 	}
@@ -201,7 +204,7 @@ func (b *bench) webLoad(ctx context.Context) error {
 	if et > 0 {
 		ratio = gt / et
 	}
-	closedFailed := g.closed.failures > 0 || g.closed.completed == 0 || e.closed.completed == 0 || emptyRound
+	closedFailed := g.closed.failures > 0 || emptyRound
 	b.rows = append(b.rows,
 		row{
 			name:     "throughput /ws (script brain, SQLite)",
@@ -251,7 +254,7 @@ func (b *bench) webLoad(ctx context.Context) error {
 	}{{"echo", &e}, {"gateway", &g}} {
 		if n := x.f.closed.answers; n > 0 {
 			b.note("throughput: the %s process used %.1f CPU-seconds in the closed loops, %.0f µs per answered message (%s answers, warm-up included).",
-				x.who, x.f.closedUse.server.Seconds(), float64(x.f.closedUse.server.Microseconds())/float64(n), thousands(int64(n)))
+				x.who, x.f.closedUse.server.Seconds(), microsEach(x.f.closedUse.server, n), thousands(int64(n)))
 		}
 		b.note("throughput: over the %s's closed loops the machine's CPUs were %s.", x.who, x.f.closedUse.split(x.who))
 		if c := x.f.closedUse.ceiling(x.who, x.f.closed.answers); c != "" {

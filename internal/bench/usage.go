@@ -94,11 +94,17 @@ func (p usage) split(who string) string {
 	if total <= 0 {
 		return "no CPU reading"
 	}
-	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(total) }
 	rest := max(p.busy-p.server-p.client, 0)
 	return fmt.Sprintf("%.0f%% busy: %s %.0f%%, load client %.0f%%, the rest %.0f%%",
-		pct(p.busy), who, pct(p.server), pct(p.client), pct(rest))
+		p.pct(p.busy), who, p.pct(p.server), p.pct(p.client), p.pct(rest))
 }
+
+// pct is d as a share of what the machine's CPUs could have done in the
+// phase, in percent.
+func (p usage) pct(d time.Duration) float64 { return 100 * float64(d) / float64(p.busy+p.idle) }
+
+// microsEach is d spread over n (answered messages), in microseconds.
+func microsEach(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
 
 // ceiling says what the CPU spent per answered message comes to: the
 // server's and the load client's CPU time per answer, and the rate the
