@@ -88,7 +88,7 @@ func exchangePost(in gateway.Inbound, c gateway.Completion) *gateway.Message {
 // reply as one row and returns the row's ID; m's is the one before it.
 func insertExchange(tx *txn, conv int64, m gateway.Message, reply gateway.Message, session string) (int64, error) {
 	row := tx.s.lastID + 2
-	_, err := tx.c.exec(`INSERT INTO messages (id, conversation_id, platform_msg_id, kind, from_kind,
+	err := tx.c.run(`INSERT INTO messages (id, conversation_id, platform_msg_id, kind, from_kind,
 		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, sessions,
 		reply_at, reply_from_id, reply_from_name, reply_text)
 		VALUES (?, ?, ?, 'chat', 'human', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

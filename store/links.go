@@ -343,7 +343,7 @@ func writeEntriesTo(tx *txn, es []logEntry, keys, links entryInsert) error {
 		if n == entryRows {
 			q = ins.rows
 		}
-		if _, err := tx.c.exec(q, args...); err != nil {
+		if err := tx.c.run(q, args...); err != nil {
 			return err
 		}
 		es = es[n:]

@@ -125,6 +125,12 @@ func checkIndexes(t *testing.T, s *SQLite) {
 			t.Errorf("%s written:\n%q\nthe messages carry:\n%q", q.what, written, carried)
 		}
 	}
+	// What the tables' references checked before migration 0009: every
+	// link names a session.
+	var orphans int
+	if err := s.queryRow(ctx, `SELECT count(*) FROM session_messages WHERE session_id NOT IN (SELECT id FROM sessions)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Errorf("%d links name no session (%v)", orphans, err)
+	}
 	var upto, last int64
 	if err := s.queryRow(ctx, `SELECT value, (SELECT max(id) FROM messages) FROM meta WHERE key = 'linked_upto'`).Scan(&upto, &last); err != nil || upto != last {
 		t.Errorf("linked_upto = %d, %v; want the last message, %d", upto, err, last)

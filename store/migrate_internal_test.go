@@ -104,6 +104,28 @@ func TestMigrationsKeepDataAndChecks(t *testing.T) {
 		t.Fatalf("pending turns after migration: %+v, %v", turns, err)
 	}
 
+	// 0009: the dedupe key survived its table's copy, and the two link
+	// tables no longer declare references; the others still do.
+	dup, err := s.AppendInbound(ctx, gateway.Inbound{
+		Event: gateway.Event{
+			Platform: gateway.PlatformWeb, Bot: "matty", ChatID: "c1", ChatType: gateway.ChatPrivate,
+			MessageID: "p1", Sender: gateway.Sender{PlatformID: "web-ann", Name: "Ann"}, Text: "hello", Time: time.Now(),
+		},
+		UserID: "u1", UserName: "Ann",
+	})
+	if err != nil || !dup.Duplicate || dup.Message.ID != 10 {
+		t.Fatalf("the message p1 again after migration: %+v, %v; want a duplicate of 10", dup, err)
+	}
+	for table, want := range map[string]bool{"session_messages": false, "inbound_keys": false, "turns": true, "outbox": true, "messages": true} {
+		var refs int
+		if err := s.queryRow(ctx, `SELECT count(*) FROM pragma_foreign_key_list(?)`, table).Scan(&refs); err != nil {
+			t.Fatal(err)
+		}
+		if (refs > 0) != want {
+			t.Errorf("%s declares %d references after migration; want some: %v", table, refs, want)
+		}
+	}
+
 	group, err := s.ChatMessages(ctx, "telegram", "-100", 10)
 	if err != nil || len(group) != 1 || group[0].Text != "hi all" {
 		t.Fatalf("group messages after migration: %+v, %v", group, err)
@@ -192,7 +214,7 @@ func TestMigrationBreakingAReferenceIsRolledBack(t *testing.T) {
 	if err := s.r.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n); err != nil || n != 1 {
 		t.Errorf("messages after the failed migration: %d, %v", n, err)
 	}
-	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 8 {
+	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 9 {
 		t.Errorf("user_version after the failed migration: %d, %v", version, err)
 	}
 	s.withConn(func(c *conn) error {

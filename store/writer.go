@@ -63,6 +63,20 @@ func (c *conn) exec(q string, args ...any) (sql.Result, error) {
 	return st.ExecContext(context.Background(), nv)
 }
 
+// run runs a statement whose result is not needed, in one crossing into
+// C for its binding and execution (the driver's query path).
+func (c *conn) run(q string, args ...any) error {
+	st, nv, err := c.bound(q, args)
+	if err != nil {
+		return err
+	}
+	r, err := st.QueryContext(context.Background(), nv)
+	if err != nil {
+		return err
+	}
+	return r.Close()
+}
+
 // query runs a statement that returns rows.
 func (c *conn) query(q string, args ...any) (*rows, error) {
 	st, nv, err := c.bound(q, args)
