@@ -103,14 +103,12 @@ func insertExchange(tx *txn, conv int64, m gateway.Message, reply gateway.Messag
 }
 
 // completeExchange stores what completes an exchange stored as row: the
-// reply's outbox entry, and the session's touch.
+// reply's outbox entry (deferred), and the session's touch.
 func (s *SQLite) completeExchange(ctx context.Context, tx *txn, c gateway.Completion, reply gateway.Message, row int64, out *gateway.Completed, now int64) error {
 	reply.ID = row
 	o := outbound(reply)
-	var err error
-	if o.OutboxID, err = insertOutbox(tx, o, now); err != nil {
-		return err
-	}
+	// The entry gets its row only if it needs one (deferred.go).
+	o.OutboxID = s.deferOutbox(tx, o, now)
 	out.Outbox = append(out.Outbox, o)
 	completed(tx, c, out)
 	return s.touchSession(ctx, tx, c, now)

@@ -214,7 +214,7 @@ func TestMigrationBreakingAReferenceIsRolledBack(t *testing.T) {
 	if err := s.r.QueryRow("SELECT COUNT(*) FROM messages").Scan(&n); err != nil || n != 1 {
 		t.Errorf("messages after the failed migration: %d, %v", n, err)
 	}
-	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 9 {
+	if err := s.r.QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 10 {
 		t.Errorf("user_version after the failed migration: %d, %v", version, err)
 	}
 	s.withConn(func(c *conn) error {

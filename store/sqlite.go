@@ -52,6 +52,10 @@ type SQLite struct {
 	// next, leaving the next for its person's message (exchanges.go).
 	// The committer owns it.
 	lastID int64
+	// lastOutbox is the largest outbox ID given out, to a row or to an
+	// entry deferred (deferred.go): the committer's, as lastID.
+	lastOutbox int64
+	deferred   deferredOutbox
 	// finishCheckpoint asks the committer to finish the checkpointer's
 	// last checkpoint, once the WAL holds restartFrames (see checkpoint).
 	finishCheckpoint atomic.Bool
@@ -153,6 +157,10 @@ func open(ctx context.Context, path string, ckEvery time.Duration) (*SQLite, err
 	s.keys = newKeyFilter(2 * stored)
 	s.lastID = stored
 	if err := s.relink(ctx); err != nil {
+		s.closeWriter()
+		return nil, err
+	}
+	if err := s.refile(ctx); err != nil {
 		s.closeWriter()
 		return nil, err
 	}
@@ -494,14 +502,17 @@ func (s *SQLite) commitLoop() {
 				armed = false
 			case <-linksDue.C:
 				if !busy {
-					s.runBatch([]writeReq{s.flushReq()})
+					s.runBatch([]writeReq{s.flushReq(), {ctx: context.Background(), fn: s.flushDeferred}})
 				}
 				busy = false
-				if linksArmed = s.links.waiting() > 0; linksArmed {
+				if linksArmed = s.waitingWrites(); linksArmed {
 					linksDue.Reset(linkFlushEvery)
 				}
 				continue
 			case <-s.quit:
+				// Rows for the replies not delivered first: the marks of
+				// those delivered while their rows were written follow.
+				s.runBatch([]writeReq{{ctx: context.Background(), fn: s.flushAllDeferred}})
 				if marks, ok := s.takeMarks(); ok {
 					s.runBatch([]writeReq{marks})
 				}
@@ -532,6 +543,9 @@ func (s *SQLite) commitLoop() {
 				// A chunk of the log's round of flushing goes first.
 				batch = append([]writeReq{{ctx: context.Background(), fn: s.flushChunk}}, batch...)
 			}
+			if s.deferredDue(time.Now()) {
+				batch = append([]writeReq{{ctx: context.Background(), fn: s.flushDeferred}}, batch...)
+			}
 			s.runBatch(batch)
 			busy = true
 			// The batch's callbacks and answers made goroutines runnable
@@ -552,11 +566,17 @@ func (s *SQLite) commitLoop() {
 			s.finishWAL()
 		}
 		s.links.startRound(time.Now())
-		if !linksArmed && s.links.waiting() > 0 {
+		if !linksArmed && s.waitingWrites() {
 			linksDue.Reset(linkFlushEvery)
 			linksArmed = true
 		}
 	}
+}
+
+// waitingWrites reports whether writes wait for the committer's timer:
+// entries of the link log, or outbox entries without rows (deferred.go).
+func (s *SQLite) waitingWrites() bool {
+	return s.links.waiting() > 0 || s.deferred.waiting() > 0
 }
 
 // flushReq is a write of every entry of the log (links.go), which no one
@@ -686,6 +706,7 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, ok bool) {
 	s.resetHooks()
 	s.hookEnds = slices.Grow(s.hookEnds[:0], len(batch))[:len(batch)]
 	s.links.begin()
+	s.deferred.begin()
 	err := s.withConn(func(c *conn) error {
 		if _, err := c.exec("BEGIN IMMEDIATE"); err != nil {
 			return err
@@ -717,10 +738,12 @@ func (s *SQLite) tryBatch(batch []writeReq) (errs []error, ok bool) {
 		s.stats.writes.Add(int64(writes))
 		s.links.committed()
 		s.unlinked.Store(int64(s.links.waiting()))
+		s.deferredCommitted()
 		return nil
 	})
 	if err != nil {
 		s.links.rolledBack()
+		s.deferred.rolledBack()
 		s.resetHooks()
 		for i := range errs {
 			if errs[i] == nil {

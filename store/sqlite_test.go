@@ -50,8 +50,8 @@ func TestOpenSetsPragmasAndMigratesOnce(t *testing.T) {
 	var version int
 	db.QueryRow("PRAGMA journal_mode").Scan(&mode)
 	db.QueryRow("PRAGMA user_version").Scan(&version)
-	if mode != "wal" || version != 9 {
-		t.Errorf("journal_mode=%s user_version=%d; want wal, 9", mode, version)
+	if mode != "wal" || version != 10 {
+		t.Errorf("journal_mode=%s user_version=%d; want wal, 10", mode, version)
 	}
 }
 

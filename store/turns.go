@@ -398,8 +398,12 @@ func outbound(m gateway.Message) gateway.Outbound {
 
 // insertOutbox queues o, whose message is stored, in the outbox.
 func insertOutbox(tx *txn, o gateway.Outbound, now int64) (int64, error) {
-	return insertID(tx, `INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, o.MessageID, o.Platform, o.Bot, o.ChatID, now, now)
+	// The committer gives out the IDs: deferred entries (deferred.go)
+	// hold theirs before they have rows.
+	id := tx.s.nextOutboxID()
+	err := tx.c.run(`INSERT INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, id, o.MessageID, o.Platform, o.Bot, o.ChatID, now, now)
+	return id, err
 }
 
 // note stores a session-only message.
@@ -433,8 +437,9 @@ func insertArtifacts(ctx context.Context, tx *txn, arts []gateway.ArtifactRecord
 
 // PendingOutbox implements gateway.Store.
 func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) {
-	// Delivery marks still waiting to be committed go first.
-	if err := s.tx(ctx, func(*txn) error { return nil }); err != nil {
+	// Delivery marks still waiting to be committed go first, and the
+	// rows of the entries deferred (deferred.go).
+	if err := s.tx(ctx, s.flushAllDeferred); err != nil {
 		return nil, fmt.Errorf("store: pending outbox: %w", err)
 	}
 	rows, err := s.query(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`, `+exchangeColumns+`
@@ -488,10 +493,16 @@ func (p aroundScanner) Scan(dest ...any) error {
 // queued beside it.
 func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {
 	var err error
-	if platformMsgID == "" {
+	switch {
+	case platformMsgID == "" && s.deferred.resolve(outboxID):
+		// Delivered before its row was written: it needs none.
+	case platformMsgID == "":
 		err = s.markLater(outboxID)
-	} else {
+	default:
 		err = s.tx(ctx, func(tx *txn) error {
+			if err := s.fileDeferred(tx, outboxID); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
 				platformMsgID, micros(timeNow()), outboxID); err != nil {
 				return err
@@ -508,6 +519,9 @@ func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID str
 // MarkPart implements gateway.Store.
 func (s *SQLite) MarkPart(ctx context.Context, outboxID int64, n int, platformMsgID string) error {
 	err := s.tx(ctx, func(tx *txn) error {
+		if err := s.fileDeferred(tx, outboxID); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET parts_sent = ?, updated_at = ? WHERE id = ?`,
 			n, micros(timeNow()), outboxID); err != nil {
 			return err
@@ -534,6 +548,9 @@ func addPlatformID(ctx context.Context, tx *txn, outboxID int64, platformMsgID s
 // MarkAttempt implements gateway.Store.
 func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string) error {
 	err := s.tx(ctx, func(tx *txn) error {
+		if err := s.fileDeferred(tx, outboxID); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
 			reason, micros(timeNow()), outboxID)
 		return err
@@ -547,6 +564,9 @@ func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string)
 // MarkFailed implements gateway.Store.
 func (s *SQLite) MarkFailed(ctx context.Context, outboxID int64, reason string) error {
 	err := s.tx(ctx, func(tx *txn) error {
+		if err := s.fileDeferred(tx, outboxID); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
 			reason, micros(timeNow()), outboxID)
 		return err

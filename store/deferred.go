@@ -1,0 +1,363 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+)
+
+// The reply of an instant exchange (exchanges.go) usually leaves the
+// process within milliseconds of its commit. Its outbox entry is then
+// written only to be marked sent: a row, an entry of the pending index,
+// and an update that takes both back — a third of the exchange's writing
+// under load. So the entry is deferred: it gets its outbox ID, and lives
+// in memory (deferredOutbox) until one of these happens:
+//
+//   - it is delivered and marked sent without a platform message ID (the
+//     widget's case): it is forgotten, and never written;
+//   - any other mark (sent with a platform message ID, a part, an
+//     attempt, a failure): its row is written first, in the mark's
+//     transaction, and the mark applies to it;
+//   - it has waited deferAge (the recipient is away, the platform slow):
+//     its row is written, pending, by the committer's next flush;
+//   - the store closes, or PendingOutbox reads the outbox: every entry
+//     still waiting is written.
+//
+// A crash loses the entries in memory, so the committer keeps a
+// watermark in meta, written with each flush (about once a second):
+// outbox_upto, a message ID such that every exchange up to it has its
+// reply delivered or its outbox row written, and outbox_id_upto, the
+// outbox ID such that the rows after it are the only ones that can belong
+// to messages after outbox_upto. Open writes a pending row for every
+// exchange after the watermark that has none (refile), and those replies
+// are sent again: delivery stays at least once, as with the delivery
+// marks written lazily (the widget drops a message it already has by
+// its ID).
+
+// deferAge is how long an entry stays in memory before its row is
+// written.
+const deferAge = time.Second
+
+// deferredEntry is an outbox entry without a row yet.
+type deferredEntry struct {
+	message             int64
+	platform, bot, chat string
+	at                  int64 // created_at, in microseconds
+	// writing is set while the open transaction writes the row;
+	// delivered, when it was marked sent meanwhile (its mark is then
+	// written once the row is).
+	writing, delivered bool
+}
+
+// deferredOutbox is the entries without rows, by outbox ID. The committer
+// adds, writes and forgets entries; MarkSent forgets them from any
+// goroutine, hence the lock.
+type deferredOutbox struct {
+	mu      sync.Mutex
+	entries map[int64]*deferredEntry
+	// The committer's own: the rows the open transaction writes, the
+	// watermark as last written, when the last flush ran, and how old an
+	// entry gets before its row is written (deferAge; tests set it).
+	staged         []int64
+	added          []int64 // by the open transaction
+	upto, idUpto   int64
+	lastFlush      time.Time
+	age            time.Duration
+	flushRequested bool
+}
+
+// add records the entry of outbox ID id, just committed.
+func (d *deferredOutbox) add(id int64, e *deferredEntry) {
+	d.mu.Lock()
+	if d.entries == nil {
+		d.entries = make(map[int64]*deferredEntry)
+	}
+	d.entries[id] = e
+	d.mu.Unlock()
+}
+
+// resolve records the entry of outbox ID id delivered, if it has no row
+// (it reports whether it had an entry): it is forgotten, or, while its
+// row is being written, marked once the row is.
+func (d *deferredOutbox) resolve(id int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.entries[id]
+	switch {
+	case !ok:
+		return false
+	case e.writing:
+		e.delivered = true
+	default:
+		delete(d.entries, id)
+	}
+	return true
+}
+
+// waiting is how many entries have no row.
+func (d *deferredOutbox) waiting() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.entries)
+}
+
+// take marks the rows of ids as written by the open transaction and
+// returns their entries (nil for an ID without an entry).
+func (d *deferredOutbox) take(ids []int64) []*deferredEntry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*deferredEntry, len(ids))
+	for i, id := range ids {
+		if e, ok := d.entries[id]; ok && !e.writing {
+			e.writing = true
+			d.staged = append(d.staged, id)
+			out[i] = e
+		}
+	}
+	return out
+}
+
+// due lists the entries older than d.age (all of them with all), none of
+// them being written.
+func (d *deferredOutbox) due(now int64, all bool) []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ids []int64
+	for id, e := range d.entries {
+		if !e.writing && (all || now-e.at >= d.age.Microseconds()) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// watermark is where the watermark can move once the open transaction
+// commits: before the oldest entry left without a row, or else to the
+// last message and outbox ID the committer has written.
+func (d *deferredOutbox) watermark(lastMessage, lastOutbox int64) (upto, idUpto int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	upto, idUpto = lastMessage, lastOutbox
+	for id, e := range d.entries {
+		if !e.writing {
+			upto, idUpto = min(upto, e.message-1), min(idUpto, id-1)
+		}
+	}
+	return upto, idUpto
+}
+
+// committed forgets the entries whose rows the transaction wrote and
+// returns those marked delivered meanwhile, whose marks are still to
+// write.
+func (d *deferredOutbox) committed() (delivered []int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range d.staged {
+		if e, ok := d.entries[id]; ok {
+			if e.delivered {
+				delivered = append(delivered, id)
+			}
+			delete(d.entries, id)
+		}
+	}
+	d.staged, d.added = d.staged[:0], d.added[:0]
+	return delivered
+}
+
+// rolledBack forgets the entries the failed transaction added and gives
+// those it was writing back (those delivered meanwhile need no row any
+// more).
+func (d *deferredOutbox) rolledBack() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range d.added {
+		delete(d.entries, id)
+	}
+	d.added = d.added[:0]
+	for _, id := range d.staged {
+		if e, ok := d.entries[id]; ok {
+			if e.delivered {
+				delete(d.entries, id)
+			} else {
+				e.writing = false
+			}
+		}
+	}
+	d.staged = d.staged[:0]
+}
+
+// begin readies the entries for a new transaction.
+func (d *deferredOutbox) begin() {
+	d.staged, d.added = d.staged[:0], d.added[:0]
+}
+
+// nextOutboxID is the ID of a new outbox entry, row or not. The committer
+// owns the counter; a rolled-back batch leaves it raised.
+func (s *SQLite) nextOutboxID() int64 {
+	s.lastOutbox++
+	return s.lastOutbox
+}
+
+// deferOutbox gives o, the reply of an exchange stored in tx, an outbox
+// ID and an entry without a row (gone again if tx rolls back). The
+// gateway learns the ID only once tx commits, so no mark can come first.
+func (s *SQLite) deferOutbox(tx *txn, o gateway.Outbound, now int64) int64 {
+	id := s.nextOutboxID()
+	e := &deferredEntry{message: o.MessageID, platform: o.Platform, bot: o.Bot, chat: o.ChatID, at: now}
+	s.deferred.add(id, e)
+	s.deferred.added = append(s.deferred.added, id)
+	return id
+}
+
+// fileDeferred writes the rows of the entries among ids that have none,
+// in tx, pending.
+func (s *SQLite) fileDeferred(tx *txn, ids ...int64) error {
+	for i, e := range s.deferred.take(ids) {
+		if e == nil {
+			continue
+		}
+		if err := tx.c.run(`INSERT OR IGNORE INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, ids[i], e.message, e.platform, e.bot, e.chat, e.at, e.at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deferredDue reports whether a flush of the deferred entries is due: a
+// second after the last while entries wait or the watermark lags. The
+// committer asks between batches.
+func (s *SQLite) deferredDue(now time.Time) bool {
+	d := &s.deferred
+	if d.flushRequested {
+		return true
+	}
+	if now.Sub(d.lastFlush) < linkFlushEvery {
+		return false
+	}
+	return d.waiting() > 0 || d.upto != s.lastID || d.idUpto != s.lastOutbox
+}
+
+// flushDeferred writes the rows of the entries older than d.age and moves
+// the watermark. It runs first in a batch, on the committer.
+func (s *SQLite) flushDeferred(tx *txn) error {
+	return s.writeDeferred(tx, false)
+}
+
+// flushAllDeferred writes the rows of every entry that waits and moves
+// the watermark to the last message.
+func (s *SQLite) flushAllDeferred(tx *txn) error {
+	return s.writeDeferred(tx, true)
+}
+
+func (s *SQLite) writeDeferred(tx *txn, all bool) error {
+	d := &s.deferred
+	d.lastFlush, d.flushRequested = time.Now(), false
+	if err := s.fileDeferred(tx, d.due(micros(timeNow()), all)...); err != nil {
+		return err
+	}
+	upto, idUpto := d.watermark(s.lastID, s.lastOutbox)
+	if upto == d.upto && idUpto == d.idUpto {
+		return nil
+	}
+	for key, v := range map[string]int64{"outbox_upto": upto, "outbox_id_upto": idUpto} {
+		if err := tx.c.run(`UPDATE meta SET value = ? WHERE key = ?`, v, key); err != nil {
+			return err
+		}
+	}
+	tx.onStored(func() { d.upto, d.idUpto = upto, idUpto })
+	return nil
+}
+
+// deferredCommitted finishes the deferred entries' part of a commit: the
+// marks of entries delivered while their rows were written are queued
+// (even while closing: the committer writes them before it stops).
+func (s *SQLite) deferredCommitted() {
+	ids := s.deferred.committed()
+	if len(ids) == 0 {
+		return
+	}
+	s.lazyMu.Lock()
+	s.marks = append(s.marks, ids...)
+	s.lazyMu.Unlock()
+	select {
+	case s.lazyQueued <- struct{}{}:
+	default:
+	}
+}
+
+// refile writes a pending outbox row for every exchange after the
+// watermark that has none — replies a crash may have left undelivered —
+// and starts the outbox ID counter. It runs while opening, before the
+// committer starts.
+func (s *SQLite) refile(ctx context.Context) error {
+	d := &s.deferred
+	d.age = deferAge
+	err := s.txNow(ctx, func(tx *txn) error {
+		var upto, idUpto int64
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT value FROM meta WHERE key = 'outbox_upto'),
+			(SELECT value FROM meta WHERE key = 'outbox_id_upto')`).Scan(&upto, &idUpto); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM outbox`).Scan(&s.lastOutbox); err != nil {
+			return err
+		}
+		// The exchanges after the watermark that have rows: theirs are
+		// among the rows after its outbox ID (IDs of both grow in commit
+		// order).
+		filed := make(map[int64]bool)
+		rows, err := tx.QueryContext(ctx, `SELECT message_id FROM outbox WHERE id > ?`, idUpto)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var m int64
+			if err := rows.Scan(&m); err != nil {
+				rows.Close()
+				return err
+			}
+			filed[m] = true
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT m.id, c.platform, m.bot, c.chat_id, m.reply_at
+			FROM messages m JOIN conversations c ON c.id = m.conversation_id
+			WHERE m.id > ? AND m.reply_at IS NOT NULL ORDER BY m.id`, upto)
+		if err != nil {
+			return err
+		}
+		var lost []gateway.Outbound
+		var at []int64
+		for rows.Next() {
+			var o gateway.Outbound
+			var t int64
+			if err := rows.Scan(&o.MessageID, &o.Platform, &o.Bot, &o.ChatID, &t); err != nil {
+				rows.Close()
+				return err
+			}
+			if !filed[o.MessageID] {
+				lost, at = append(lost, o), append(at, t)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i, o := range lost {
+			if _, err := insertOutbox(tx, o, at[i]); err != nil {
+				return err
+			}
+		}
+		if len(lost) > 0 {
+			s.logger().Info("replies after a crash queued again", "outbox", len(lost))
+		}
+		return s.writeDeferred(tx, true)
+	})
+	if err != nil {
+		return fmt.Errorf("store: refile deferred outbox entries: %w", err)
+	}
+	return nil
+}
