@@ -50,8 +50,9 @@ type lane struct {
 
 // outbox delivers stored replies through their platforms, in order per
 // chat, retrying with backoff and honouring rate-limit waits. Every entry
-// is in the store before it gets here, so a crash loses nothing: Start
-// re-enqueues what was pending.
+// is in the store before it gets here (its reply stored; the entry's own
+// row may come later, but the store recovers it from the reply), so a
+// crash loses nothing: Start re-enqueues what was pending.
 type outbox struct {
 	store    Store
 	obs      Observer

@@ -75,7 +75,9 @@ type Store interface {
 	// spoke to any bot, and the platform ID they used there.
 	LastPrivateChatOfUser(ctx context.Context, userID string) (chat ChatRef, platformID string, ok bool, err error)
 
-	// PendingOutbox lists undelivered outbox entries, oldest first.
+	// PendingOutbox lists undelivered outbox entries, oldest first (by
+	// their messages). Entries a store keeps in memory for a while first
+	// (the SQLite store's deferred entries) are written and listed too.
 	PendingOutbox(ctx context.Context) ([]Outbound, error)
 	// MarkSent records a delivery. It may return before the record is
 	// durable (and so not report a failure to store it): a message whose

@@ -27,7 +27,8 @@ import (
 //     still waiting is written.
 //
 // A crash loses the entries in memory, so the committer keeps a
-// watermark in meta, written with each flush (about once a second):
+// watermark in meta, written by a flush about once a second while it
+// lags (the committer's idle timer runs one too):
 // outbox_upto, a message ID such that every exchange up to it has its
 // reply delivered or its outbox row written, and outbox_id_upto, the
 // outbox ID such that the rows after it are the only ones that can belong
@@ -35,7 +36,8 @@ import (
 // exchange after the watermark that has none (refile), and those replies
 // are sent again: delivery stays at least once, as with the delivery
 // marks written lazily (the widget drops a message it already has by
-// its ID).
+// its ID). PendingOutbox lists entries by message ID, so a refiled reply
+// keeps its place in its chat.
 
 // deferAge is how long an entry stays in memory before its row is
 // written.
@@ -45,7 +47,8 @@ const deferAge = time.Second
 type deferredEntry struct {
 	message             int64
 	platform, bot, chat string
-	at                  int64 // created_at, in microseconds
+	at                  int64     // created_at, in microseconds
+	born                time.Time // for its age (a monotonic reading)
 	// writing is set while the open transaction writes the row;
 	// delivered, when it was marked sent meanwhile (its mark is then
 	// written once the row is).
@@ -69,7 +72,8 @@ type deferredOutbox struct {
 	flushRequested bool
 }
 
-// add records the entry of outbox ID id, just committed.
+// add records the entry of outbox ID id, added by the open transaction
+// (see deferOutbox).
 func (d *deferredOutbox) add(id int64, e *deferredEntry) {
 	d.mu.Lock()
 	if d.entries == nil {
@@ -120,14 +124,14 @@ func (d *deferredOutbox) take(ids []int64) []*deferredEntry {
 	return out
 }
 
-// due lists the entries older than d.age (all of them with all), none of
-// them being written.
-func (d *deferredOutbox) due(now int64, all bool) []int64 {
+// due lists the entries older than d.age at now (all of them with all),
+// none of them being written.
+func (d *deferredOutbox) due(now time.Time, all bool) []int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var ids []int64
 	for id, e := range d.entries {
-		if !e.writing && (all || now-e.at >= d.age.Microseconds()) {
+		if !e.writing && (all || now.Sub(e.born) >= d.age) {
 			ids = append(ids, id)
 		}
 	}
@@ -206,7 +210,7 @@ func (s *SQLite) nextOutboxID() int64 {
 // gateway learns the ID only once tx commits, so no mark can come first.
 func (s *SQLite) deferOutbox(tx *txn, o gateway.Outbound, now int64) int64 {
 	id := s.nextOutboxID()
-	e := &deferredEntry{message: o.MessageID, platform: o.Platform, bot: o.Bot, chat: o.ChatID, at: now}
+	e := &deferredEntry{message: o.MessageID, platform: o.Platform, bot: o.Bot, chat: o.ChatID, at: now, born: time.Now()}
 	s.deferred.add(id, e)
 	s.deferred.added = append(s.deferred.added, id)
 	return id
@@ -219,7 +223,7 @@ func (s *SQLite) fileDeferred(tx *txn, ids ...int64) error {
 		if e == nil {
 			continue
 		}
-		if err := tx.c.run(`INSERT OR IGNORE INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at)
+		if err := tx.c.run(`INSERT INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`, ids[i], e.message, e.platform, e.bot, e.chat, e.at, e.at); err != nil {
 			return err
 		}
@@ -229,16 +233,20 @@ func (s *SQLite) fileDeferred(tx *txn, ids ...int64) error {
 
 // deferredDue reports whether a flush of the deferred entries is due: a
 // second after the last while entries wait or the watermark lags. The
-// committer asks between batches.
+// committer asks as it assembles a batch.
 func (s *SQLite) deferredDue(now time.Time) bool {
 	d := &s.deferred
 	if d.flushRequested {
 		return true
 	}
-	if now.Sub(d.lastFlush) < linkFlushEvery {
-		return false
-	}
-	return d.waiting() > 0 || d.upto != s.lastID || d.idUpto != s.lastOutbox
+	return now.Sub(d.lastFlush) >= linkFlushEvery && s.deferredWaiting()
+}
+
+// deferredWaiting reports whether entries wait for rows or the watermark
+// lags behind what the committer has written.
+func (s *SQLite) deferredWaiting() bool {
+	d := &s.deferred
+	return d.upto != s.lastID || d.idUpto != s.lastOutbox || d.waiting() > 0
 }
 
 // flushDeferred writes the rows of the entries older than d.age and moves
@@ -256,7 +264,7 @@ func (s *SQLite) flushAllDeferred(tx *txn) error {
 func (s *SQLite) writeDeferred(tx *txn, all bool) error {
 	d := &s.deferred
 	d.lastFlush, d.flushRequested = time.Now(), false
-	if err := s.fileDeferred(tx, d.due(micros(timeNow()), all)...); err != nil {
+	if err := s.fileDeferred(tx, d.due(time.Now(), all)...); err != nil {
 		return err
 	}
 	upto, idUpto := d.watermark(s.lastID, s.lastOutbox)
@@ -302,7 +310,10 @@ func (s *SQLite) refile(ctx context.Context) error {
 			(SELECT value FROM meta WHERE key = 'outbox_id_upto')`).Scan(&upto, &idUpto); err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(id), 0) FROM outbox`).Scan(&s.lastOutbox); err != nil {
+		d.upto, d.idUpto = upto, idUpto
+		// IDs given to entries that were never written are not given
+		// again (after a clean close they are all at most idUpto).
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(COALESCE(MAX(id), 0), ?) FROM outbox`, idUpto).Scan(&s.lastOutbox); err != nil {
 			return err
 		}
 		// The exchanges after the watermark that have rows: theirs are

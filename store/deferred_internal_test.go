@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"testing"
@@ -152,8 +153,9 @@ func TestDeferredOutboxUndelivered(t *testing.T) {
 	}
 	// A flush with nothing old enough moves the watermark only up to the
 	// waiting entry.
-	onCommitter(t, f.s, func() { f.s.deferred.flushRequested = true })
+	onCommitter(t, f.s, func() { f.s.deferred.age, f.s.deferred.flushRequested = time.Hour, true })
 	onCommitter(t, f.s, func() {})
+	onCommitter(t, f.s, func() { f.s.deferred.age = deferAge })
 	if st := f.row(waiting.OutboxID); st != "" {
 		t.Errorf("a reply younger than deferAge got a row (%s)", st)
 	}
@@ -199,7 +201,8 @@ func TestDeferredOutboxMarksWriteTheRow(t *testing.T) {
 		{"part", func(id int64) error { return f.s.MarkPart(ctx, id, 1, "p-1") }, "pending",
 			`SELECT parts_sent = 1 FROM outbox WHERE id = ?`},
 		{"sent with an ID", func(id int64) error { return f.s.MarkSent(ctx, id, "p-2") }, "sent",
-			`SELECT platform_msg_id = 'p-2' FROM outbox WHERE id = ?`},
+			`SELECT o.platform_msg_id = 'p-2' AND p.message_id = o.message_id
+				FROM outbox o JOIN platform_ids p ON p.platform_msg_id = 'p-2' WHERE o.id = ?`},
 	} {
 		o := f.exchange()
 		if err := c.mark(o.OutboxID); err != nil {
@@ -249,13 +252,49 @@ func TestDeferredOutboxAfterCrash(t *testing.T) {
 	}
 }
 
+// TestDeferredOutboxRefileKeepsRows: after a crash, an exchange whose
+// row was written after the watermark keeps that one row; the entry lost
+// before it gets a new one, and is listed first, as its message is.
+func TestDeferredOutboxRefileKeepsRows(t *testing.T) {
+	ctx := context.Background()
+	f := newDeferredFixture(t)
+	lost, filed := f.exchange(), f.exchange()
+	if err := f.s.MarkAttempt(ctx, filed.OutboxID, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	// The watermark stays before lost, which waits without a row.
+	onCommitter(t, f.s, func() { f.s.deferred.age, f.s.deferred.flushRequested = time.Hour, true })
+	onCommitter(t, f.s, func() {})
+	if upto, _ := f.watermark(); upto != lost.MessageID-1 {
+		t.Fatalf("watermark %d; want %d", upto, lost.MessageID-1)
+	}
+	s, _ := crashAndReopen(t, f.s, f.path)
+	if ids := pendingIDs(t, s); !slices.Equal(ids, []int64{lost.MessageID, filed.MessageID}) {
+		t.Errorf("pending after the crash: %v; want [%d %d], in their messages' order", ids, lost.MessageID, filed.MessageID)
+	}
+	var rows, attempts int
+	if err := s.queryRow(ctx, `SELECT count(*), COALESCE(SUM(attempts), 0) FROM outbox`).Scan(&rows, &attempts); err != nil || rows != 2 || attempts != 1 {
+		t.Errorf("%d outbox rows with %d attempts (%v); want 2 rows, the filed one's attempt kept", rows, attempts, err)
+	}
+}
+
 // TestDeferredOutboxClose: closing writes the rows of the replies not
-// delivered.
+// delivered, under their IDs.
 func TestDeferredOutboxClose(t *testing.T) {
 	f := newDeferredFixture(t)
 	o := f.exchange()
 	if err := f.s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+f.path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	err = db.QueryRow(`SELECT id FROM outbox WHERE message_id = ? AND status = 'pending'`, o.MessageID).Scan(&id)
+	db.Close()
+	if err != nil || id != o.OutboxID {
+		t.Fatalf("after Close the reply's row is %d (%v); want %d", id, err, o.OutboxID)
 	}
 	s, err := Open(context.Background(), f.path)
 	if err != nil {
@@ -283,16 +322,17 @@ func (f *deferredFixture) watermark2(s *SQLite) (int64, int64) {
 func TestDeferredOutboxEntries(t *testing.T) {
 	var d deferredOutbox
 	d.age = time.Second
+	born := time.Now()
 	for id := int64(1); id <= 4; id++ {
-		d.add(id, &deferredEntry{message: 10 * id, at: 0})
+		d.add(id, &deferredEntry{message: 10 * id, born: born})
 	}
 	if upto, idUpto := d.watermark(100, 9); upto != 9 || idUpto != 0 {
 		t.Errorf("watermark %d, %d; want 9, 0", upto, idUpto)
 	}
-	if due := d.due(500_000, false); len(due) != 0 {
+	if due := d.due(born.Add(time.Second/2), false); len(due) != 0 {
 		t.Errorf("due at 0.5 s: %v", due)
 	}
-	due := d.due(1_000_000, false)
+	due := d.due(born.Add(time.Second), false)
 	slices.Sort(due)
 	if !slices.Equal(due, []int64{1, 2, 3, 4}) {
 		t.Errorf("due at 1 s: %v", due)
@@ -341,4 +381,28 @@ func (s *SQLite) path(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// TestDeferredOutboxIdle: with no other writes, the committer's timer
+// writes an undelivered reply's row and moves the watermark past it.
+func TestDeferredOutboxIdle(t *testing.T) {
+	f := newDeferredFixture(t)
+	onCommitter(t, f.s, func() { f.s.deferred.age = 0 })
+	o := f.exchange()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.row(o.OutboxID) != "pending" {
+		if time.Now().After(deadline) {
+			t.Fatal("no row for the undelivered reply 10 s after its exchange, the store idle")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		if upto, idUpto := f.watermark(); upto >= o.MessageID && idUpto >= o.OutboxID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watermark did not pass the reply within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

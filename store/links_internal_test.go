@@ -207,6 +207,7 @@ func crashAndReopen(t *testing.T, s *SQLite, path string) (reopened *SQLite, wai
 	copied := filepath.Join(t.TempDir(), filepath.Base(path))
 	// On the committer, inside a transaction that writes nothing: the
 	// files hold every commit, and none is under way.
+	var copyErr error
 	onCommitter(t, s, func() {
 		waited = s.links.waiting()
 		for _, suffix := range []string{"", "-wal"} {
@@ -214,14 +215,18 @@ func crashAndReopen(t *testing.T, s *SQLite, path string) (reopened *SQLite, wai
 			if errors.Is(err, os.ErrNotExist) && suffix != "" {
 				continue
 			}
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				err = os.WriteFile(copied+suffix, body, 0o600)
 			}
-			if err := os.WriteFile(copied+suffix, body, 0o600); err != nil {
-				t.Fatal(err)
+			if err != nil {
+				copyErr = err // failed outside the committer's goroutine
+				return
 			}
 		}
 	})
+	if copyErr != nil {
+		t.Fatal(copyErr)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

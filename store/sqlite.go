@@ -476,7 +476,8 @@ func (s *SQLite) commitLoop() {
 	lazyDue := time.NewTimer(lazyWait)
 	lazyDue.Stop()
 	armed := false
-	// linksDue writes the log's entries (links.go) left waiting when
+	// linksDue writes the log's entries (links.go), and the deferred
+	// outbox entries and watermark (deferred.go), left waiting when
 	// writes stop: busy says a batch ran since it was armed.
 	linksDue := time.NewTimer(linkFlushEvery)
 	linksDue.Stop()
@@ -574,9 +575,10 @@ func (s *SQLite) commitLoop() {
 }
 
 // waitingWrites reports whether writes wait for the committer's timer:
-// entries of the link log, or outbox entries without rows (deferred.go).
+// entries of the link log, outbox entries without rows, or the outbox's
+// watermark (deferred.go).
 func (s *SQLite) waitingWrites() bool {
-	return s.links.waiting() > 0 || s.deferred.waiting() > 0
+	return s.links.waiting() > 0 || s.deferredWaiting()
 }
 
 // flushReq is a write of every entry of the log (links.go), which no one
@@ -782,8 +784,8 @@ func (s *SQLite) finish(batch []writeReq, errs []error) {
 			r.done <- errs[i]
 		case errs[i] != nil && r.marks > 0:
 			s.logger().Warn("store: delivery marks failed; those replies will be sent again after a restart", "marks", r.marks, "err", errs[i])
-		case errs[i] != nil: // a write of the link log: its entries wait for the next
-			s.logger().Warn("store: writing the link log failed; its entries wait for the next flush", "err", errs[i])
+		case errs[i] != nil: // a flush of the link log or of deferred outbox entries
+			s.logger().Warn("store: a flush failed (link log or deferred outbox entries); what it held waits for the next", "err", errs[i])
 		}
 	}
 }

@@ -438,13 +438,15 @@ func insertArtifacts(ctx context.Context, tx *txn, arts []gateway.ArtifactRecord
 // PendingOutbox implements gateway.Store.
 func (s *SQLite) PendingOutbox(ctx context.Context) ([]gateway.Outbound, error) {
 	// Delivery marks still waiting to be committed go first, and the
-	// rows of the entries deferred (deferred.go).
+	// rows of the entries deferred (deferred.go). Entries are listed in
+	// their messages' order (that of their commits): one refiled after a
+	// crash has a newer ID than the replies stored after it.
 	if err := s.tx(ctx, s.flushAllDeferred); err != nil {
 		return nil, fmt.Errorf("store: pending outbox: %w", err)
 	}
 	rows, err := s.query(ctx, `SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`, `+exchangeColumns+`
 		FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
-		WHERE o.status = 'pending' ORDER BY o.id`)
+		WHERE o.status = 'pending' ORDER BY o.message_id, o.id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending outbox: %w", err)
 	}
@@ -488,9 +490,10 @@ func (p aroundScanner) Scan(dest ...any) error {
 // MarkSent implements gateway.Store. The platform's message ID is kept on
 // the outbox entry and in platform_ids, so replies to it can be traced back
 // to the bot: that write is durable when MarkSent returns. A bare mark (no
-// platform ID, as from the web) is queued instead (markLater), to share
-// the commit of whatever is written next, in one statement with the marks
-// queued beside it.
+// platform ID, as from the web) of an entry still without a row
+// (deferred.go) forgets the entry; of any other, it is queued
+// (markLater), to share the commit of whatever is written next, in one
+// statement with the marks queued beside it.
 func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {
 	var err error
 	switch {

@@ -64,7 +64,10 @@ func (c *conn) exec(q string, args ...any) (sql.Result, error) {
 }
 
 // run runs a statement whose result is not needed, in one crossing into
-// C for its binding and execution (the driver's query path).
+// C for its binding and execution: the driver's query path, which
+// (go-sqlite3 1.14.53 and later) takes the statement's first step inside
+// Query, so a write through it is done when Query returns
+// (TestRunWrites checks it).
 func (c *conn) run(q string, args ...any) error {
 	st, nv, err := c.bound(q, args)
 	if err != nil {
