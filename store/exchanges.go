@@ -63,25 +63,25 @@ func scanRow(row scanner) (gateway.Message, exchangeReply, error) {
 }
 
 // exchangePost is the reply of c when the exchange of in and c can be
-// stored as one row (nil otherwise): a reply of one message to the
+// stored as one row (ok false otherwise): a reply of one message to the
 // person's chat, with nothing else to store. Any other answer is stored
 // as its own messages.
-func exchangePost(in gateway.Inbound, c gateway.Completion) *gateway.Message {
+func exchangePost(in gateway.Inbound, c gateway.Completion) (reply gateway.Message, ok bool) {
 	if len(c.Posts) != 1 || len(c.Delegations) > 0 || len(c.Artifacts) > 0 || len(c.Notes) > 0 ||
 		c.Update != nil || c.Retry != "" || c.ResumeID != "" {
-		return nil
+		return gateway.Message{}, false
 	}
 	p, ev := c.Posts[0], in.Event
 	m := p.Message
-	ok := ev.ChatType == gateway.ChatPrivate && !ev.Sender.IsBot &&
+	ok = ev.ChatType == gateway.ChatPrivate && !ev.Sender.IsBot &&
 		p.Session == c.Session && m.Kind == gateway.KindChat && m.DelegationID == "" && len(m.Mentions) == 0 &&
 		m.Platform == ev.Platform && m.ChatID == ev.ChatID && m.ChatType == ev.ChatType &&
 		m.From.Kind == "bot" && m.From.ID == ev.Bot && m.Bot == ev.Bot &&
 		m.UserID == in.UserID && m.ReplyTo == ev.MessageID
 	if !ok {
-		return nil
+		return gateway.Message{}, false
 	}
-	return &m
+	return m, true
 }
 
 // insertExchange stores the exchange of m, the person's message, and

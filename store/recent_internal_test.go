@@ -828,7 +828,7 @@ func (m *recentSim) answerInstant(in gateway.Inbound, first *sentInbound, limit 
 	in.OnStored = nil
 	m.sent = append(m.sent, sentInbound{in, res.Message.ID, res.Turns})
 	m.stats["instant: answered"]++
-	if exchangePost(in, c) != nil {
+	if _, ok := exchangePost(in, c); ok {
 		// One row (exchanges.go): the reply's, the message's ID the one
 		// before it, and no turn row.
 		var turns, rowsAt int

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/gateway"
@@ -184,15 +185,15 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 	if len(in.Turns) != 1 {
 		return gateway.InboundResult{}, gateway.Completed{}, fmt.Errorf("store: append answered: %d turns, want 1", len(in.Turns))
 	}
-	// The write's inputs and outcome, in one allocation.
-	w := &struct {
-		in     gateway.Inbound
-		c      gateway.Completion
-		latest int64
-		res    gateway.InboundResult
-		out    gateway.Completed
-		stale  bool
-	}{in: in, c: c, latest: latest}
+	// The write's inputs and outcome, in one struct, used again by later
+	// calls: once the write is answered, the committer holds nothing of
+	// it (its callbacks ran before, and copied what they keep).
+	w := answeredWrites.Get().(*answeredWrite)
+	w.in, w.c, w.latest = in, c, latest
+	defer func() {
+		*w = answeredWrite{}
+		answeredWrites.Put(w)
+	}()
 	err := s.txIntake(ctx, func(tx *txn) error {
 		w.res, w.out = gateway.InboundResult{}, gateway.Completed{}
 		// The session's newest message: committed ones are in its window
@@ -210,7 +211,10 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 		now := micros(timeNow())
 		// A reply to the person's chat and nothing else is stored with
 		// the message, as one row (exchanges.go).
-		reply := exchangePost(w.in, w.c)
+		var reply *gateway.Message
+		if post, ok := exchangePost(w.in, w.c); ok {
+			reply = &post
+		}
 		if err := s.appendInbound(ctx, tx, w.in, &w.res, now, reply); err != nil || w.res.Duplicate {
 			return err
 		}
@@ -235,6 +239,20 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 	}
 	return w.res, w.out, nil
 }
+
+// answeredWrite is AppendAnswered's write: its inputs and outcome.
+type answeredWrite struct {
+	in     gateway.Inbound
+	c      gateway.Completion
+	latest int64
+	res    gateway.InboundResult
+	out    gateway.Completed
+	stale  bool
+}
+
+// answeredWrites keeps answeredWrites for the next calls: one was about
+// a sixth of the bytes an instant exchange allocated.
+var answeredWrites = sync.Pool{New: func() any { return new(answeredWrite) }}
 
 // completeTurn is CompleteTurn inside tx at now; closed says the turn was
 // stored done already (AppendAnswered).
