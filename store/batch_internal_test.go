@@ -717,15 +717,7 @@ func TestDeliveryMarksInRuns(t *testing.T) {
 	wantPending := []int64{ids[3], ids[6], ids[8], ids[9]}
 	pendingIDs := func(s *SQLite) []int64 {
 		t.Helper()
-		pending, err := s.PendingOutbox(ctx) // commits the queued marks first
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []int64
-		for _, o := range pending {
-			got = append(got, o.OutboxID)
-		}
-		return got
+		return pendingOutbox(t, s, func(o gateway.Outbound) int64 { return o.OutboxID })
 	}
 	if got := pendingIDs(s); !slices.Equal(got, wantPending) {
 		t.Errorf("pending = %v, want %v", got, wantPending)

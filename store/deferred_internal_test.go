@@ -84,9 +84,13 @@ func (f *deferredFixture) row(id int64) string {
 
 // flush runs the committer's flush of the deferred entries now, with
 // entries of any age due.
-func (f *deferredFixture) flush() {
+func (f *deferredFixture) flush() { f.flushOlderThan(0) }
+
+// flushOlderThan runs the committer's flush now, with the entries older
+// than age due.
+func (f *deferredFixture) flushOlderThan(age time.Duration) {
 	f.t.Helper()
-	onCommitter(f.t, f.s, func() { f.s.deferred.age, f.s.deferred.flushRequested = 0, true })
+	onCommitter(f.t, f.s, func() { f.s.deferred.age, f.s.deferred.flushRequested = age, true })
 	// The flush goes first in the next batch.
 	onCommitter(f.t, f.s, func() {})
 	onCommitter(f.t, f.s, func() { f.s.deferred.age = deferAge })
@@ -105,13 +109,20 @@ func (f *deferredFixture) watermark() (upto, idUpto int64) {
 // pendingIDs is the message IDs PendingOutbox lists.
 func pendingIDs(t *testing.T, s *SQLite) []int64 {
 	t.Helper()
+	return pendingOutbox(t, s, func(o gateway.Outbound) int64 { return o.MessageID })
+}
+
+// pendingOutbox is an ID of each entry PendingOutbox lists (which commits
+// the queued marks first).
+func pendingOutbox(t *testing.T, s *SQLite, id func(gateway.Outbound) int64) []int64 {
+	t.Helper()
 	out, err := s.PendingOutbox(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
 	for _, o := range out {
-		ids = append(ids, o.MessageID)
+		ids = append(ids, id(o))
 	}
 	return ids
 }
@@ -153,9 +164,7 @@ func TestDeferredOutboxUndelivered(t *testing.T) {
 	}
 	// A flush with nothing old enough moves the watermark only up to the
 	// waiting entry.
-	onCommitter(t, f.s, func() { f.s.deferred.age, f.s.deferred.flushRequested = time.Hour, true })
-	onCommitter(t, f.s, func() {})
-	onCommitter(t, f.s, func() { f.s.deferred.age = deferAge })
+	f.flushOlderThan(time.Hour)
 	if st := f.row(waiting.OutboxID); st != "" {
 		t.Errorf("a reply younger than deferAge got a row (%s)", st)
 	}
@@ -263,8 +272,7 @@ func TestDeferredOutboxRefileKeepsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The watermark stays before lost, which waits without a row.
-	onCommitter(t, f.s, func() { f.s.deferred.age, f.s.deferred.flushRequested = time.Hour, true })
-	onCommitter(t, f.s, func() {})
+	f.flushOlderThan(time.Hour)
 	if upto, _ := f.watermark(); upto != lost.MessageID-1 {
 		t.Fatalf("watermark %d; want %d", upto, lost.MessageID-1)
 	}
