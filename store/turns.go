@@ -187,7 +187,9 @@ func (s *SQLite) AppendAnswered(ctx context.Context, in gateway.Inbound, c gatew
 	}
 	// The write's inputs and outcome, in one struct, used again by later
 	// calls: once the write is answered, the committer holds nothing of
-	// it (its callbacks ran before, and copied what they keep).
+	// it that it will use again (its callbacks ran before, and copied what
+	// they keep; its closure may linger in the finished batch, never
+	// called).
 	w := answeredWrites.Get().(*answeredWrite)
 	w.in, w.c, w.latest = in, c, latest
 	defer func() {
