@@ -43,12 +43,35 @@ import (
 // written.
 const deferAge = time.Second
 
+// outboxRow is an outbox row as it is first written: pending.
+type outboxRow struct {
+	id, message         int64
+	platform, bot, chat string
+	at                  int64 // created_at, in microseconds
+}
+
+// insert writes r.
+func (r outboxRow) insert(tx *txn) error {
+	return tx.c.run(`INSERT INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.id, r.message, r.platform, r.bot, r.chat, r.at, r.at)
+}
+
+// newOutboxRow is the row of o, a reply stored, at the next outbox ID.
+func (s *SQLite) newOutboxRow(o gateway.Outbound, at int64) outboxRow {
+	return outboxRow{id: s.nextOutboxID(), message: o.MessageID, platform: o.Platform, bot: o.Bot, chat: o.ChatID, at: at}
+}
+
+// nextOutboxID is the ID of a new outbox entry, row or not. The committer
+// owns the counter; a rolled-back batch leaves it raised.
+func (s *SQLite) nextOutboxID() int64 {
+	s.lastOutbox++
+	return s.lastOutbox
+}
+
 // deferredEntry is an outbox entry without a row yet.
 type deferredEntry struct {
-	message             int64
-	platform, bot, chat string
-	at                  int64     // created_at, in microseconds
-	born                time.Time // for its age (a monotonic reading)
+	row  outboxRow
+	born time.Time // for its age (a monotonic reading)
 	// writing is set while the open transaction writes the row;
 	// delivered, when it was marked sent meanwhile (its mark is then
 	// written once the row is).
@@ -60,7 +83,7 @@ type deferredEntry struct {
 // goroutine, hence the lock.
 type deferredOutbox struct {
 	mu      sync.Mutex
-	entries map[int64]*deferredEntry
+	entries map[int64]deferredEntry
 	// The committer's own: the rows the open transaction writes, the
 	// watermark as last written, when the last flush ran, and how old an
 	// entry gets before its row is written (deferAge; tests set it).
@@ -72,15 +95,15 @@ type deferredOutbox struct {
 	flushRequested bool
 }
 
-// add records the entry of outbox ID id, added by the open transaction
-// (see deferOutbox).
-func (d *deferredOutbox) add(id int64, e *deferredEntry) {
+// add records e, an entry the open transaction adds (see deferOutbox).
+func (d *deferredOutbox) add(e deferredEntry) {
 	d.mu.Lock()
 	if d.entries == nil {
-		d.entries = make(map[int64]*deferredEntry)
+		d.entries = make(map[int64]deferredEntry)
 	}
-	d.entries[id] = e
+	d.entries[e.row.id] = e
 	d.mu.Unlock()
+	d.added = append(d.added, e.row.id)
 }
 
 // resolve records the entry of outbox ID id delivered, if it has no row
@@ -95,6 +118,7 @@ func (d *deferredOutbox) resolve(id int64) bool {
 		return false
 	case e.writing:
 		e.delivered = true
+		d.entries[id] = e
 	default:
 		delete(d.entries, id)
 	}
@@ -108,20 +132,21 @@ func (d *deferredOutbox) waiting() int {
 	return len(d.entries)
 }
 
-// take marks the rows of ids as written by the open transaction and
-// returns their entries (nil for an ID without an entry).
-func (d *deferredOutbox) take(ids []int64) []*deferredEntry {
+// take marks the rows of ids that have entries as written by the open
+// transaction and returns them.
+func (d *deferredOutbox) take(ids []int64) []outboxRow {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]*deferredEntry, len(ids))
-	for i, id := range ids {
+	var rows []outboxRow
+	for _, id := range ids {
 		if e, ok := d.entries[id]; ok && !e.writing {
 			e.writing = true
+			d.entries[id] = e
 			d.staged = append(d.staged, id)
-			out[i] = e
+			rows = append(rows, e.row)
 		}
 	}
-	return out
+	return rows
 }
 
 // due lists the entries older than d.age at now (all of them with all),
@@ -147,7 +172,7 @@ func (d *deferredOutbox) watermark(lastMessage, lastOutbox int64) (upto, idUpto 
 	upto, idUpto = lastMessage, lastOutbox
 	for id, e := range d.entries {
 		if !e.writing {
-			upto, idUpto = min(upto, e.message-1), min(idUpto, id-1)
+			upto, idUpto = min(upto, e.row.message-1), min(idUpto, id-1)
 		}
 	}
 	return upto, idUpto
@@ -187,6 +212,7 @@ func (d *deferredOutbox) rolledBack() {
 				delete(d.entries, id)
 			} else {
 				e.writing = false
+				d.entries[id] = e
 			}
 		}
 	}
@@ -198,37 +224,36 @@ func (d *deferredOutbox) begin() {
 	d.staged, d.added = d.staged[:0], d.added[:0]
 }
 
-// nextOutboxID is the ID of a new outbox entry, row or not. The committer
-// owns the counter; a rolled-back batch leaves it raised.
-func (s *SQLite) nextOutboxID() int64 {
-	s.lastOutbox++
-	return s.lastOutbox
-}
-
-// deferOutbox gives o, the reply of an exchange stored in tx, an outbox
-// ID and an entry without a row (gone again if tx rolls back). The
-// gateway learns the ID only once tx commits, so no mark can come first.
-func (s *SQLite) deferOutbox(tx *txn, o gateway.Outbound, now int64) int64 {
-	id := s.nextOutboxID()
-	e := &deferredEntry{message: o.MessageID, platform: o.Platform, bot: o.Bot, chat: o.ChatID, at: now, born: time.Now()}
-	s.deferred.add(id, e)
-	s.deferred.added = append(s.deferred.added, id)
-	return id
+// deferOutbox gives o, the reply of an exchange stored in the open
+// transaction, an outbox ID and an entry without a row (gone again if
+// the transaction rolls back). The gateway learns the ID only once it
+// commits, so no mark can come first.
+func (s *SQLite) deferOutbox(o gateway.Outbound, now int64) int64 {
+	r := s.newOutboxRow(o, now)
+	s.deferred.add(deferredEntry{row: r, born: time.Now()})
+	return r.id
 }
 
 // fileDeferred writes the rows of the entries among ids that have none,
 // in tx, pending.
 func (s *SQLite) fileDeferred(tx *txn, ids ...int64) error {
-	for i, e := range s.deferred.take(ids) {
-		if e == nil {
-			continue
-		}
-		if err := tx.c.run(`INSERT INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, ids[i], e.message, e.platform, e.bot, e.chat, e.at, e.at); err != nil {
+	for _, r := range s.deferred.take(ids) {
+		if err := r.insert(tx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// markRow runs fn, a write of outbox entry id's row, after writing the
+// row if the entry has none yet: every mark but a bare MarkSent.
+func (s *SQLite) markRow(ctx context.Context, id int64, fn func(*txn) error) error {
+	return s.tx(ctx, func(tx *txn) error {
+		if err := s.fileDeferred(tx, id); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
 }
 
 // deferredDue reports whether a flush of the deferred entries is due: a
@@ -271,10 +296,12 @@ func (s *SQLite) writeDeferred(tx *txn, all bool) error {
 	if upto == d.upto && idUpto == d.idUpto {
 		return nil
 	}
-	for key, v := range map[string]int64{"outbox_upto": upto, "outbox_id_upto": idUpto} {
-		if err := tx.c.run(`UPDATE meta SET value = ? WHERE key = ?`, v, key); err != nil {
-			return err
-		}
+	const q = `UPDATE meta SET value = ? WHERE key = ?`
+	if err := tx.c.run(q, upto, "outbox_upto"); err != nil {
+		return err
+	}
+	if err := tx.c.run(q, idUpto, "outbox_id_upto"); err != nil {
+		return err
 	}
 	tx.onStored(func() { d.upto, d.idUpto = upto, idUpto })
 	return nil
@@ -284,16 +311,8 @@ func (s *SQLite) writeDeferred(tx *txn, all bool) error {
 // marks of entries delivered while their rows were written are queued
 // (even while closing: the committer writes them before it stops).
 func (s *SQLite) deferredCommitted() {
-	ids := s.deferred.committed()
-	if len(ids) == 0 {
-		return
-	}
-	s.lazyMu.Lock()
-	s.marks = append(s.marks, ids...)
-	s.lazyMu.Unlock()
-	select {
-	case s.lazyQueued <- struct{}{}:
-	default:
+	if ids := s.deferred.committed(); len(ids) > 0 {
+		s.queueMarks(true, ids...)
 	}
 }
 
@@ -303,7 +322,6 @@ func (s *SQLite) deferredCommitted() {
 // committer starts.
 func (s *SQLite) refile(ctx context.Context) error {
 	d := &s.deferred
-	d.age = deferAge
 	err := s.txNow(ctx, func(tx *txn) error {
 		var upto, idUpto int64
 		if err := tx.QueryRowContext(ctx, `SELECT (SELECT value FROM meta WHERE key = 'outbox_upto'),
@@ -341,24 +359,23 @@ func (s *SQLite) refile(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var lost []gateway.Outbound
-		var at []int64
+		var lost []outboxRow
 		for rows.Next() {
-			var o gateway.Outbound
-			var t int64
-			if err := rows.Scan(&o.MessageID, &o.Platform, &o.Bot, &o.ChatID, &t); err != nil {
+			var r outboxRow
+			if err := rows.Scan(&r.message, &r.platform, &r.bot, &r.chat, &r.at); err != nil {
 				rows.Close()
 				return err
 			}
-			if !filed[o.MessageID] {
-				lost, at = append(lost, o), append(at, t)
+			if !filed[r.message] {
+				lost = append(lost, r)
 			}
 		}
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for i, o := range lost {
-			if _, err := insertOutbox(tx, o, at[i]); err != nil {
+		for _, r := range lost {
+			r.id = s.nextOutboxID()
+			if err := r.insert(tx); err != nil {
 				return err
 			}
 		}

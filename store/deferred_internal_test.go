@@ -332,7 +332,7 @@ func TestDeferredOutboxEntries(t *testing.T) {
 	d.age = time.Second
 	born := time.Now()
 	for id := int64(1); id <= 4; id++ {
-		d.add(id, &deferredEntry{message: 10 * id, born: born})
+		d.add(deferredEntry{row: outboxRow{id: id, message: 10 * id}, born: born})
 	}
 	if upto, idUpto := d.watermark(100, 9); upto != 9 || idUpto != 0 {
 		t.Errorf("watermark %d, %d; want 9, 0", upto, idUpto)
@@ -347,10 +347,10 @@ func TestDeferredOutboxEntries(t *testing.T) {
 	}
 	d.begin()
 	got := d.take([]int64{1, 2, 9})
-	if got[0] == nil || got[1] == nil || got[2] != nil {
-		t.Fatalf("take: %v", got)
+	if len(got) != 2 || got[0].id != 1 || got[1].id != 2 {
+		t.Fatalf("take: %v; want the rows of 1 and 2 (9 has no entry)", got)
 	}
-	if d.take([]int64{1})[0] != nil {
+	if again := d.take([]int64{1}); len(again) != 0 {
 		t.Error("an entry being written was taken twice")
 	}
 	if upto, idUpto := d.watermark(100, 9); upto != 29 || idUpto != 2 {
@@ -369,8 +369,7 @@ func TestDeferredOutboxEntries(t *testing.T) {
 	// meanwhile.
 	d.begin()
 	d.take([]int64{4})
-	d.add(5, &deferredEntry{message: 50})
-	d.added = append(d.added, 5)
+	d.add(deferredEntry{row: outboxRow{id: 5, message: 50}})
 	d.resolve(4)
 	d.rolledBack()
 	if n := d.waiting(); n != 0 {

@@ -108,7 +108,7 @@ func (s *SQLite) completeExchange(ctx context.Context, tx *txn, c gateway.Comple
 	reply.ID = row
 	o := outbound(reply)
 	// The entry gets its row only if it needs one (deferred.go).
-	o.OutboxID = s.deferOutbox(tx, o, now)
+	o.OutboxID = s.deferOutbox(o, now)
 	out.Outbox = append(out.Outbox, o)
 	completed(tx, c, out)
 	return s.touchSession(ctx, tx, c, now)

@@ -147,6 +147,7 @@ func open(ctx context.Context, path string, ckEvery time.Duration) (*SQLite, err
 		return nil, err
 	}
 	s.links.lastRound, s.links.every, s.links.chunk = time.Now(), linkFlushEvery, flushChunk
+	s.deferred.age = deferAge
 	var stored int64
 	if err := s.withConn(func(c *conn) error {
 		return c.queryRow(`SELECT COALESCE(MAX(id), 0) FROM messages`).Scan(&stored)
@@ -503,7 +504,7 @@ func (s *SQLite) commitLoop() {
 				armed = false
 			case <-linksDue.C:
 				if !busy {
-					s.runBatch([]writeReq{s.flushReq(), {ctx: context.Background(), fn: s.flushDeferred}})
+					s.runBatch([]writeReq{background(s.flushAll), background(s.flushDeferred)})
 				}
 				busy = false
 				if linksArmed = s.waitingWrites(); linksArmed {
@@ -513,11 +514,11 @@ func (s *SQLite) commitLoop() {
 			case <-s.quit:
 				// Rows for the replies not delivered first: the marks of
 				// those delivered while their rows were written follow.
-				s.runBatch([]writeReq{{ctx: context.Background(), fn: s.flushAllDeferred}})
+				s.runBatch([]writeReq{background(s.flushAllDeferred)})
 				if marks, ok := s.takeMarks(); ok {
 					s.runBatch([]writeReq{marks})
 				}
-				s.runBatch([]writeReq{s.flushReq()})
+				s.runBatch([]writeReq{background(s.flushAll)})
 				return
 			}
 		}
@@ -542,10 +543,10 @@ func (s *SQLite) commitLoop() {
 		if len(batch) > 0 {
 			if s.links.round != nil {
 				// A chunk of the log's round of flushing goes first.
-				batch = append([]writeReq{{ctx: context.Background(), fn: s.flushChunk}}, batch...)
+				batch = append([]writeReq{background(s.flushChunk)}, batch...)
 			}
 			if s.deferredDue(time.Now()) {
-				batch = append([]writeReq{{ctx: context.Background(), fn: s.flushDeferred}}, batch...)
+				batch = append([]writeReq{background(s.flushDeferred)}, batch...)
 			}
 			s.runBatch(batch)
 			busy = true
@@ -581,10 +582,11 @@ func (s *SQLite) waitingWrites() bool {
 	return s.links.waiting() > 0 || s.deferredWaiting()
 }
 
-// flushReq is a write of every entry of the log (links.go), which no one
-// waits for: if it fails, the entries wait for the next one.
-func (s *SQLite) flushReq() writeReq {
-	return writeReq{ctx: context.Background(), fn: s.flushAll}
+// background is a write no one waits for, the committer's own (a flush
+// of the link log or of deferred outbox entries): if it fails, what it
+// held waits for the next.
+func background(fn func(*txn) error) writeReq {
+	return writeReq{ctx: context.Background(), fn: fn}
 }
 
 // lazyWait bounds how long a delivery mark waits for other writes to
@@ -596,14 +598,25 @@ const lazyWait = 50 * time.Millisecond
 // waits for it. If its write fails it is dropped, which costs no more
 // than a message sent again after a restart.
 func (s *SQLite) markLater(id int64) error {
+	return s.queueMarks(false, id)
+}
+
+// queueMarks queues delivery marks for the committer's next batch;
+// once the store is closing, only the committer's own (whileClosing),
+// which it writes before it stops. (The check shares the lock with the
+// append, so a mark queued before Close is taken by the committer's last
+// takeMarks.)
+func (s *SQLite) queueMarks(whileClosing bool, ids ...int64) error {
 	s.lazyMu.Lock()
-	select {
-	case <-s.quit:
-		s.lazyMu.Unlock()
-		return errClosed
-	default:
+	if !whileClosing {
+		select {
+		case <-s.quit:
+			s.lazyMu.Unlock()
+			return errClosed
+		default:
+		}
 	}
-	s.marks = append(s.marks, id)
+	s.marks = append(s.marks, ids...)
 	s.lazyMu.Unlock()
 	select {
 	case s.lazyQueued <- struct{}{}:

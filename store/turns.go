@@ -420,10 +420,8 @@ func outbound(m gateway.Message) gateway.Outbound {
 func insertOutbox(tx *txn, o gateway.Outbound, now int64) (int64, error) {
 	// The committer gives out the IDs: deferred entries (deferred.go)
 	// hold theirs before they have rows.
-	id := tx.s.nextOutboxID()
-	err := tx.c.run(`INSERT INTO outbox (id, message_id, platform, bot, chat_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, id, o.MessageID, o.Platform, o.Bot, o.ChatID, now, now)
-	return id, err
+	r := tx.s.newOutboxRow(o, now)
+	return r.id, r.insert(tx)
 }
 
 // note stores a session-only message.
@@ -522,10 +520,7 @@ func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID str
 	case platformMsgID == "":
 		err = s.markLater(outboxID)
 	default:
-		err = s.tx(ctx, func(tx *txn) error {
-			if err := s.fileDeferred(tx, outboxID); err != nil {
-				return err
-			}
+		err = s.markRow(ctx, outboxID, func(tx *txn) error {
 			if _, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'sent', platform_msg_id = ?, updated_at = ? WHERE id = ?`,
 				platformMsgID, micros(timeNow()), outboxID); err != nil {
 				return err
@@ -541,10 +536,7 @@ func (s *SQLite) MarkSent(ctx context.Context, outboxID int64, platformMsgID str
 
 // MarkPart implements gateway.Store.
 func (s *SQLite) MarkPart(ctx context.Context, outboxID int64, n int, platformMsgID string) error {
-	err := s.tx(ctx, func(tx *txn) error {
-		if err := s.fileDeferred(tx, outboxID); err != nil {
-			return err
-		}
+	err := s.markRow(ctx, outboxID, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE outbox SET parts_sent = ?, updated_at = ? WHERE id = ?`,
 			n, micros(timeNow()), outboxID); err != nil {
 			return err
@@ -570,10 +562,7 @@ func addPlatformID(ctx context.Context, tx *txn, outboxID int64, platformMsgID s
 
 // MarkAttempt implements gateway.Store.
 func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string) error {
-	err := s.tx(ctx, func(tx *txn) error {
-		if err := s.fileDeferred(tx, outboxID); err != nil {
-			return err
-		}
+	err := s.markRow(ctx, outboxID, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
 			reason, micros(timeNow()), outboxID)
 		return err
@@ -586,10 +575,7 @@ func (s *SQLite) MarkAttempt(ctx context.Context, outboxID int64, reason string)
 
 // MarkFailed implements gateway.Store.
 func (s *SQLite) MarkFailed(ctx context.Context, outboxID int64, reason string) error {
-	err := s.tx(ctx, func(tx *txn) error {
-		if err := s.fileDeferred(tx, outboxID); err != nil {
-			return err
-		}
+	err := s.markRow(ctx, outboxID, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = ?, updated_at = ? WHERE id = ?`,
 			reason, micros(timeNow()), outboxID)
 		return err
