@@ -1,3 +1,8 @@
+// Package metrics reads the Prometheus text format that a gateway's
+// /metrics serves, for internal/bench, which compares runs by the store
+// writer's counters. The gateway itself serves its metrics with
+// client_golang (cmd/switchboard/metrics.go); this package has no
+// dependencies and writes nothing.
 package metrics
 
 import (
@@ -8,12 +13,11 @@ import (
 	"strings"
 )
 
-// ReadText reads metrics in the Prometheus text format, as WriteText
-// writes them, into their values by series: the metric's name with its
-// labels as written, such as `switchboard_turns_total{path="instant"}`.
-// Comments and blank lines are skipped; a sample line without a value
-// that parses as a number is an error. (For tests and the bench, which
-// read what a gateway serves.)
+// ReadText reads metrics in the Prometheus text format into their values
+// by series: the metric's name with its labels as written, such as
+// `switchboard_turns_total{path="instant"}`. Comments and blank lines are
+// skipped; a sample line without a value that parses as a number is an
+// error.
 func ReadText(r io.Reader) (map[string]float64, error) {
 	vals := make(map[string]float64)
 	sc := bufio.NewScanner(r)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-chat/switchboard/metrics"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 )
 
@@ -224,7 +223,7 @@ func TestMetrics(t *testing.T) {
 	}
 	// The message and its answer were written: the writer has run at
 	// least one batch of at least one write, for some time.
-	vals, err := metrics.ReadText(strings.NewReader(body))
+	vals, err := readMetrics(strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/switchboard-chat/switchboard/metrics"
 )
 
 // crashBots is the configuration of the crash test: two bots whose
@@ -539,7 +537,7 @@ func turnsByPath(addr string) (queued, instant int, err error) {
 		return 0, 0, err
 	}
 	defer resp.Body.Close()
-	vals, err := metrics.ReadText(resp.Body)
+	vals, err := readMetrics(resp.Body)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -18,7 +18,6 @@ var forbidden = map[string][]string{
 	"identity":           {module + "gateway", module + "platforms", module + "brains", module + "store", module + "config", "database/sql"},
 	"brains":             {module},
 	"delegation":         {module},
-	"metrics":            {module},
 	"config":             {module + "gateway", module + "platforms", module + "brains", module + "store", "database/sql"},
 	"store":              {module + "platforms", module + "brains", module + "config", module + "cmd"},
 	"platforms/web":      {module + "store", module + "brains", module + "config", module + "cmd", "database/sql"},

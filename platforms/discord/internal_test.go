@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,39 +81,85 @@ func FuzzMentions(f *testing.F) {
 func TestPacer(t *testing.T) {
 	now := time.Unix(1000, 0)
 	p := newPacer(Pace{Messages: 5, Per: 5 * time.Second}, func() time.Time { return now })
+	delay := func(key string) time.Duration { return p.reserve(key).DelayFrom(now) }
 	for i := range 5 {
-		if d := p.reserve("a"); d != 0 {
+		if d := delay("a"); d != 0 {
 			t.Fatalf("message %d waits %s, want none within the burst", i+1, d)
 		}
 	}
-	if d := p.reserve("a"); d != time.Second {
+	if d := delay("a"); d != time.Second {
 		t.Fatalf("sixth message waits %s, want 1s", d)
 	}
-	if d := p.reserve("a"); d != 2*time.Second {
+	seventh := p.reserve("a")
+	if d := seventh.DelayFrom(now); d != 2*time.Second {
 		t.Fatalf("seventh message waits %s, want 2s", d)
 	}
-	if d := p.reserve("b"); d != 0 {
+	if d := delay("b"); d != 0 {
 		t.Fatalf("another channel waits %s, want none", d)
 	}
-	p.unreserve("a")
+	seventh.CancelAt(now) // the last reservation: its token comes back
 	now = now.Add(2 * time.Second)
-	if d := p.reserve("a"); d != 0 {
+	if d := delay("a"); d != 0 {
 		t.Fatalf("after 2s and a returned token the next waits %s, want none", d)
 	}
 	now = now.Add(time.Hour)
 	for i := range 5 {
-		if d := p.reserve("a"); d != 0 {
+		if d := delay("a"); d != 0 {
 			t.Fatalf("after an idle hour message %d waits %s; the bucket holds only a burst", i+1, d)
 		}
 	}
-	if d := p.reserve("a"); d != time.Second {
+	first := p.reserve("a")
+	if d := first.DelayFrom(now); d != time.Second {
 		t.Fatalf("after the burst the next waits %s, want 1s", d)
 	}
+	if d := delay("a"); d != 2*time.Second {
+		t.Fatalf("the one behind it waits %s, want 2s", d)
+	}
+	// A reservation with another behind it gives nothing back: the
+	// later one's turn stands, and a third caller queues behind both.
+	first.CancelAt(now)
+	if d := delay("a"); d != 3*time.Second {
+		t.Fatalf("after a cancelled reservation the next waits %s, want 3s", d)
+	}
+}
 
+// TestPacerWaitEndsWithContext: a wait cut short by its context returns the
+// context's error and gives its token back.
+func TestPacerWaitEndsWithContext(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := newPacer(Pace{Messages: 5, Per: 5 * time.Second}, func() time.Time { return now })
+	for range 5 {
+		if err := p.wait(context.Background(), "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := p.wait(ctx, "a"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait with a cancelled context: %v", err)
+	}
+	if d := p.reserve("a").DelayFrom(now); d != time.Second {
+		t.Fatalf("after a cancelled wait the next waits %s, want 1s (the token given back)", d)
+	}
+}
+
+// TestPacerPrunesFullBuckets: past maxIdleBuckets, buckets that have
+// refilled are forgotten; one still waiting on is kept.
+func TestPacerPrunesFullBuckets(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := newPacer(Pace{Messages: 1, Per: time.Second}, func() time.Time { return now })
+	p.reserve("busy")
+	p.reserve("busy") // one token owed: not full for 2 s
+	for i := range maxIdleBuckets {
+		p.reserve(strconv.Itoa(i))
+	}
+	now = now.Add(time.Second) // all but the busy one have refilled
+	p.reserve("new")
+	if n := len(p.buckets); n != 2 {
+		t.Fatalf("%d buckets kept, want the busy one and the new one", n)
+	}
+	if _, ok := p.buckets["busy"]; !ok {
+		t.Fatal("a bucket still owed a token was dropped")
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Pace is the most messages one bot sends into one channel: Messages per
@@ -22,21 +24,16 @@ var DefaultPace = Pace{Messages: 5, Per: 5 * time.Second}
 // refilled completely (and so hold no state worth keeping) are dropped.
 const maxIdleBuckets = 1024
 
-// pacer paces sends per key with token buckets. Tokens may go negative:
-// each caller reserves its token at once and then waits its turn, so
+// pacer paces sends per key with token buckets, a rate.Limiter per key.
+// Each caller reserves its token at once and then waits its turn, so
 // waiting callers are served in the order they arrived.
 type pacer struct {
-	now      func() time.Time
-	burst    float64
-	interval time.Duration // time to earn one token
+	now   func() time.Time
+	limit rate.Limit
+	burst int
 
 	mu      sync.Mutex
-	buckets map[string]*tokenBucket
-}
-
-type tokenBucket struct {
-	tokens float64
-	last   time.Time
+	buckets map[string]*rate.Limiter
 }
 
 func newPacer(p Pace, now func() time.Time) *pacer {
@@ -44,18 +41,21 @@ func newPacer(p Pace, now func() time.Time) *pacer {
 		p = DefaultPace
 	}
 	return &pacer{
-		now:      now,
-		burst:    float64(p.Messages),
-		interval: p.Per / time.Duration(p.Messages),
-		buckets:  make(map[string]*tokenBucket),
+		now:     now,
+		limit:   rate.Every(p.Per / time.Duration(p.Messages)),
+		burst:   p.Messages,
+		buckets: make(map[string]*rate.Limiter),
 	}
 }
 
-// wait blocks until key may send, or ctx ends (the token is then given
-// back).
+// wait blocks until key may send, or ctx ends. A wait that ends with ctx
+// gives its token back, unless a later caller has reserved behind it: that
+// caller's turn was set by this one's, so the token stays spent and the
+// pace is never exceeded.
 func (p *pacer) wait(ctx context.Context, key string) error {
-	if err := sleep(ctx, p.reserve(key)); err != nil {
-		p.unreserve(key)
+	r := p.reserve(key)
+	if err := sleep(ctx, r.DelayFrom(p.now())); err != nil {
+		r.CancelAt(p.now())
 		return err
 	}
 	return nil
@@ -76,44 +76,22 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// reserve takes a token for key and says how long to wait before using it.
-func (p *pacer) reserve(key string) time.Duration {
+// reserve takes a token for key; the reservation says when to use it.
+func (p *pacer) reserve(key string) *rate.Reservation {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	if len(p.buckets) > maxIdleBuckets {
-		for k, b := range p.buckets {
-			if p.refill(b, now); b.tokens >= p.burst {
+		for k, l := range p.buckets {
+			if l.TokensAt(now) >= float64(p.burst) {
 				delete(p.buckets, k)
 			}
 		}
 	}
-	b := p.buckets[key]
-	if b == nil {
-		b = &tokenBucket{tokens: p.burst, last: now}
-		p.buckets[key] = b
+	l := p.buckets[key]
+	if l == nil {
+		l = rate.NewLimiter(p.limit, p.burst)
+		p.buckets[key] = l
 	}
-	p.refill(b, now)
-	b.tokens--
-	if b.tokens >= 0 {
-		return 0
-	}
-	return time.Duration(-b.tokens * float64(p.interval))
-}
-
-// unreserve gives back a token reserve took.
-func (p *pacer) unreserve(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if b := p.buckets[key]; b != nil {
-		b.tokens = min(b.tokens+1, p.burst)
-	}
-}
-
-// refill adds the tokens earned since b.last.
-func (p *pacer) refill(b *tokenBucket, now time.Time) {
-	if elapsed := now.Sub(b.last); elapsed > 0 {
-		b.tokens = min(p.burst, b.tokens+float64(elapsed)/float64(p.interval))
-		b.last = now
-	}
+	return l.ReserveN(now, 1)
 }

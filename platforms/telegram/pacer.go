@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Rate allows N messages per Per, in bursts of up to N (a token bucket
@@ -46,48 +48,40 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// bucket is a token bucket's state.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// refill brings b up to now under r.
-func (b *bucket) refill(r Rate, now time.Time) {
-	if elapsed := now.Sub(b.at); elapsed > 0 {
-		b.tokens = min(float64(r.N), b.tokens+float64(r.N)*elapsed.Seconds()/r.Per.Seconds())
+// limit is r as a rate.Limit: N tokens earned over Per. A Rate with Per ≤ 0
+// does not wait at all.
+func (r Rate) limit() rate.Limit {
+	if r.Per <= 0 {
+		return rate.Inf
 	}
-	b.at = now
-}
-
-// need is how long until b holds one token (0 when it does).
-func (b *bucket) need(r Rate) time.Duration {
-	if b.tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1 - b.tokens) * float64(r.Per) / float64(r.N))
+	return rate.Limit(float64(r.N) / r.Per.Seconds())
 }
 
 type chatKey struct{ bot, chat string }
 
-// pacer holds the token buckets of every bot, chat and group.
+// pruneEvery is how many reservations pass between two prunings of the
+// buckets that have refilled.
+const pruneEvery = 1024
+
+// pacer holds the token buckets of every bot, chat and group: a
+// rate.Limiter per key, made full when first needed.
 type pacer struct {
 	limits Limits
 	now    func() time.Time
 
 	mu     sync.Mutex
-	chats  map[chatKey]*bucket
-	groups map[chatKey]*bucket
-	bots   map[string]*bucket
+	chats  map[chatKey]*rate.Limiter
+	groups map[chatKey]*rate.Limiter
+	bots   map[string]*rate.Limiter
 	calls  int
 }
 
 func newPacer(l Limits, now func() time.Time) *pacer {
 	return &pacer{
 		limits: l, now: now,
-		chats:  make(map[chatKey]*bucket),
-		groups: make(map[chatKey]*bucket),
-		bots:   make(map[string]*bucket),
+		chats:  make(map[chatKey]*rate.Limiter),
+		groups: make(map[chatKey]*rate.Limiter),
+		bots:   make(map[string]*rate.Limiter),
 	}
 }
 
@@ -109,77 +103,69 @@ func (p *pacer) wait(ctx context.Context, bot, chat string, group bool) error {
 }
 
 // reserve takes a token from every bucket that applies and returns 0 when
-// each has one; otherwise it takes none and returns how long to wait
-// before asking again.
+// each had one; otherwise it takes none and returns how long to wait
+// before asking again. (Taking none keeps a send that waits for its chat
+// from holding a token of its bot's bucket meanwhile, which would hold up
+// the bot's other chats.)
 func (p *pacer) reserve(bot, chat string, group bool) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	p.calls++
-	if p.calls%1024 == 0 {
+	if p.calls%pruneEvery == 0 {
 		p.pruneLocked(now)
 	}
-	type use struct {
-		b *bucket
-		r Rate
-	}
 	key := chatKey{bot, chat}
-	uses := []use{
-		{bucketOf(p.chats, key, p.limits.PerChat, now), p.limits.PerChat},
-		{bucketOf(p.bots, bot, p.limits.PerBot, now), p.limits.PerBot},
-	}
+	limiters := make([]*rate.Limiter, 0, 3)
+	limiters = appendLimiter(limiters, p.chats, key, p.limits.PerChat)
+	limiters = appendLimiter(limiters, p.bots, bot, p.limits.PerBot)
 	if group {
-		uses = append(uses, use{bucketOf(p.groups, key, p.limits.PerGroup, now), p.limits.PerGroup})
+		limiters = appendLimiter(limiters, p.groups, key, p.limits.PerGroup)
 	}
+	reservations := make([]*rate.Reservation, len(limiters))
 	var wait time.Duration
-	for _, u := range uses {
-		if u.r.N <= 0 {
-			continue
-		}
-		u.b.refill(u.r, now)
-		wait = max(wait, u.b.need(u.r))
+	for i, l := range limiters {
+		reservations[i] = l.ReserveN(now, 1)
+		wait = max(wait, reservations[i].DelayFrom(now))
 	}
 	if wait > 0 {
-		return wait
-	}
-	for _, u := range uses {
-		if u.r.N > 0 {
-			u.b.tokens--
+		// Under p.mu no other reservation came between: cancelling
+		// gives each bucket back exactly the token it gave.
+		for _, r := range reservations {
+			r.CancelAt(now)
 		}
 	}
-	return 0
+	return wait
 }
 
-// bucketOf returns m's bucket for key, a full one when new.
-func bucketOf[K comparable](m map[K]*bucket, key K, r Rate, now time.Time) *bucket {
-	b := m[key]
-	if b == nil {
-		b = &bucket{tokens: float64(r.N), at: now}
-		m[key] = b
+// appendLimiter appends m's limiter for key under r to limiters, making a
+// full one when there is none; a Rate with N ≤ 0 does not limit and adds
+// nothing.
+func appendLimiter[K comparable](limiters []*rate.Limiter, m map[K]*rate.Limiter, key K, r Rate) []*rate.Limiter {
+	if r.N <= 0 {
+		return limiters
 	}
-	return b
+	l := m[key]
+	if l == nil {
+		l = rate.NewLimiter(r.limit(), r.N)
+		m[key] = l
+	}
+	return append(limiters, l)
 }
 
 // pruneLocked forgets buckets that have refilled: a new one starts full,
 // so nothing changes but memory.
 func (p *pacer) pruneLocked(now time.Time) {
-	prune := func(r Rate, b *bucket) bool {
-		b.refill(r, now)
-		return b.tokens >= float64(r.N)
-	}
-	for k, b := range p.chats {
-		if prune(p.limits.PerChat, b) {
-			delete(p.chats, k)
-		}
-	}
-	for k, b := range p.groups {
-		if prune(p.limits.PerGroup, b) {
-			delete(p.groups, k)
-		}
-	}
-	for k, b := range p.bots {
-		if prune(p.limits.PerBot, b) {
-			delete(p.bots, k)
+	pruneFull(p.chats, now)
+	pruneFull(p.groups, now)
+	pruneFull(p.bots, now)
+}
+
+// pruneFull deletes m's limiters that hold a full burst at now.
+func pruneFull[K comparable](m map[K]*rate.Limiter, now time.Time) {
+	for k, l := range m {
+		if l.TokensAt(now) >= float64(l.Burst()) {
+			delete(m, k)
 		}
 	}
 }

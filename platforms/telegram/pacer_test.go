@@ -62,6 +62,17 @@ func TestPacer(t *testing.T) {
 				step{advance: time.Second / 30, bot: "a", chat: "x"},
 			),
 		},
+		{
+			name:   "a send that must wait takes no token",
+			limits: Limits{PerChat: DefaultLimits.PerChat, PerGroup: unlimited, PerBot: Rate{N: 2, Per: time.Second}},
+			steps: []step{
+				{bot: "a", chat: "1"},
+				{bot: "a", chat: "1", wait: time.Second},
+				{bot: "a", chat: "1", wait: time.Second}, // asking again took nothing either
+				{bot: "a", chat: "2"},                    // the bot's second token is still there
+				{bot: "a", chat: "3", wait: 500 * time.Millisecond},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
+	"golang.org/x/time/rate"
 
 	"github.com/switchboard-chat/switchboard/gateway"
 )
@@ -49,13 +50,12 @@ type conn struct {
 	mu    sync.Mutex
 	rooms map[string]struct{}
 
-	bucket tokenBucket
+	// frameLimit limits the frames the client may send.
+	frameLimit *rate.Limiter
 	// frame holds the frame being read, reused by readLoop.
 	frame bytes.Buffer
-	// batch holds the frames of one flush, and enc the bytes of a frame
-	// encoded by hand (writeFrame), both reused by writeLoop.
+	// batch holds the frames of one flush, reused by writeLoop.
 	batch []outFrame
-	enc   []byte
 }
 
 // maxBatch is the most frames the write loop sends in one flush.
@@ -64,10 +64,10 @@ const maxBatch = 32
 func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, sock *heldConn, v visitor) *conn {
 	return &conn{
 		a: a, host: host, ws: ws, sock: sock, v: v,
-		out:    make(chan outFrame, sendBuffer),
-		done:   make(chan struct{}),
-		rooms:  make(map[string]struct{}),
-		bucket: tokenBucket{rate: framesPerSecond, burst: frameBurst},
+		out:        make(chan outFrame, sendBuffer),
+		done:       make(chan struct{}),
+		rooms:      make(map[string]struct{}),
+		frameLimit: newFrameLimiter(),
 	}
 }
 
@@ -188,7 +188,9 @@ func (c *conn) writeLoop() {
 }
 
 // writeBatch writes f and the frames queued behind it, up to maxBatch, in
-// one system call, then tells their senders.
+// one system call, then tells their senders. Each frame is one WebSocket
+// message of JSON (encoding/json, as WriteJSON writes it); the held socket
+// gathers them until the flush.
 func (c *conn) writeBatch(f outFrame) error {
 	// (In steps: the same deadline for a second's batches leaves the
 	// socket's timer alone.)
@@ -196,7 +198,7 @@ func (c *conn) writeBatch(f outFrame) error {
 	c.ws.SetWriteDeadline(deadline)
 	c.sock.hold()
 	batch := append(c.batch[:0], f)
-	err := writeFrame(c.ws, f.v, &c.enc)
+	err := c.ws.WriteJSON(f.v)
 	for err == nil && len(batch) < maxBatch {
 		var more bool
 		select {
@@ -207,7 +209,7 @@ func (c *conn) writeBatch(f outFrame) error {
 			break
 		}
 		batch = append(batch, f)
-		err = writeFrame(c.ws, f.v, &c.enc)
+		err = c.ws.WriteJSON(f.v)
 	}
 	if ferr := c.sock.flush(deadline); err == nil {
 		err = ferr
@@ -280,7 +282,7 @@ func (c *conn) readLoop() {
 			c.refuse(&frameError{Code: codeTooLarge, Message: "frame larger than 65536 bytes"})
 			continue
 		}
-		if !c.bucket.allow(now) {
+		if !c.frameLimit.AllowN(now, 1) {
 			c.refuse(&frameError{Code: codeRateLimited, Message: "more than 20 frames per second"})
 			continue
 		}
@@ -446,24 +448,8 @@ func (c *conn) displayName() string {
 	return "Guest"
 }
 
-// tokenBucket limits frames per connection: rate per second sustained,
-// burst at once.
-type tokenBucket struct {
-	rate, burst float64
-	tokens      float64
-	last        time.Time
-}
-
-func (b *tokenBucket) allow(now time.Time) bool {
-	if b.last.IsZero() {
-		b.tokens = b.burst
-	} else {
-		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	}
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+// newFrameLimiter returns a connection's limit on the frames it reads:
+// framesPerSecond sustained, frameBurst at once.
+func newFrameLimiter() *rate.Limiter {
+	return rate.NewLimiter(framesPerSecond, frameBurst)
 }

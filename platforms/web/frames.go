@@ -65,15 +65,12 @@ func badRequest(clientID, format string, args ...any) *frameError {
 // *frameError with code bad_request.
 func decodeFrame(data []byte) (inFrame, error) {
 	var f inFrame
-	if !scanFrame(data, &f) {
-		f = inFrame{}
-		if err := json.Unmarshal(data, &f); err != nil {
-			var syntax *json.SyntaxError
-			if errors.As(err, &syntax) && strings.Contains(err.Error(), "after top-level value") {
-				return f, badRequest("", "malformed JSON: more than one value in the frame")
-			}
-			return f, badRequest("", "malformed JSON: %v", err)
+	if err := json.Unmarshal(data, &f); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) && strings.Contains(err.Error(), "after top-level value") {
+			return f, badRequest("", "malformed JSON: more than one value in the frame")
 		}
+		return f, badRequest("", "malformed JSON: %v", err)
 	}
 	return checkFrame(f)
 }

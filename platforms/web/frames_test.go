@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -142,12 +141,12 @@ func TestOriginAllowed(t *testing.T) {
 	}
 }
 
-func TestTokenBucket(t *testing.T) {
-	b := tokenBucket{rate: framesPerSecond, burst: frameBurst}
+func TestFrameLimiter(t *testing.T) {
+	b := newFrameLimiter()
 	now := testTime
 	allowed := 0
 	for range 100 {
-		if b.allow(now) {
+		if b.AllowN(now, 1) {
 			allowed++
 		}
 	}
@@ -158,7 +157,7 @@ func TestTokenBucket(t *testing.T) {
 	now = now.Add(1e9)
 	allowed = 0
 	for range 100 {
-		if b.allow(now) {
+		if b.AllowN(now, 1) {
 			allowed++
 		}
 	}
@@ -177,100 +176,55 @@ func mustTime(s string) time.Time {
 	return t
 }
 
-// jsonStrings are strings that take every branch of appendJSONString.
-var jsonStrings = []string{
-	"", "plain text", `quote " and backslash \`, "<b>&amp;</b>", "tab\tnew\nline\rcr",
-	"\b\f\x00\x01\x1f\x7f", "héllo wörld ✓ 😀", "line\u2028para\u2029end", "bad \xff\xfe utf8 \xc3",
-	"\xe2\x80", strings.Repeat("long ", 100),
-}
-
-// TestAppendJSON holds the frames encoded by hand to what WriteJSON
-// (encoding/json and a newline) writes for them.
-func TestAppendJSON(t *testing.T) {
-	var frames []jsonAppender
-	for _, s := range jsonStrings {
-		frames = append(frames,
-			ackFrame{Type: "ack", ClientID: s, ID: 42},
-			messageFrame{Type: "message", ID: -7, Chat: s, Bot: s, From: gateway.Party{Kind: "bot", ID: s, Name: s}, Text: s, Time: "2026-11-24T09:00:00.123Z"},
-			messageFrame{Type: "message", ID: 1, Chat: "c", From: gateway.Party{Kind: "human"}, Text: s,
-				Delegation: &gateway.DelegationRef{ID: s, From: "matty", To: "finn", Task: s, Status: "queued", Depth: 2}},
-		)
+// TestFrameWire pins the JSON of the frames every message costs, the
+// sender's ack and the bot's message, as the write loop sends them
+// (WriteJSON: encoding/json with HTML escaping, then a newline).
+func TestFrameWire(t *testing.T) {
+	tests := []struct {
+		name  string
+		frame any
+		want  string
+	}{
+		{
+			"ack",
+			ackFrame{Type: "ack", ClientID: "c1", ID: 42},
+			`{"type":"ack","client_id":"c1","id":42}`,
+		},
+		{
+			"ack with an empty client ID",
+			ackFrame{Type: "ack", ID: 7},
+			`{"type":"ack","client_id":"","id":7}`,
+		},
+		{
+			"message to a room",
+			messageFrame{Type: "message", ID: 3, Chat: "lobby", From: gateway.Party{Kind: "human", ID: "web-ann", Name: "Ann"},
+				Text: "hi", Time: "2026-11-24T09:00:00.123Z"},
+			`{"type":"message","id":3,"chat":"lobby","from":{"kind":"human","id":"web-ann","name":"Ann"},"text":"hi","time":"2026-11-24T09:00:00.123Z"}`,
+		},
+		{
+			"message from a bot, escaped",
+			messageFrame{Type: "message", ID: -7, Chat: "web-ann:matty", Bot: "matty", From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"},
+				Text: "<b>&</b> \"q\" \\ \t\n\x01 \u2028 \xff ✓", Time: "t"},
+			`{"type":"message","id":-7,"chat":"web-ann:matty","bot":"matty","from":{"kind":"bot","id":"matty","name":"Matty"},` +
+				`"text":"\u003cb\u003e\u0026\u003c/b\u003e \"q\" \\ \t\n\u0001 \u2028 \ufffd ✓","time":"t"}`,
+		},
+		{
+			"message with a delegation",
+			messageFrame{Type: "message", ID: 1, Chat: "c", From: gateway.Party{Kind: "system"}, Text: "x", Time: "t",
+				Delegation: &gateway.DelegationRef{ID: "d1", From: "matty", To: "finn", Task: "look", Status: "queued", Depth: 2}},
+			`{"type":"message","id":1,"chat":"c","from":{"kind":"system","id":"","name":""},"text":"x","time":"t",` +
+				`"delegation":{"id":"d1","from_bot":"matty","to_bot":"finn","task":"look","status":"queued","depth":2}}`,
+		},
 	}
-	for _, f := range frames {
-		want, err := json.Marshal(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := f.appendJSON(nil); string(got) != string(want) {
-			t.Errorf("%+v:\n got %s\nwant %s", f, got, want)
-		}
-	}
-}
-
-// FuzzAppendJSONString holds appendJSONString to encoding/json for any
-// string.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range jsonStrings {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
-// scanFrames are frames scanFrame takes and frames it must leave to
-// json.Unmarshal.
-var scanFrames = []string{
-	`{"type":"send","bot":"matty","text":"hi","client_id":"c1"}`,
-	` { "type" : "send" , "chat":"lobby", "text":"héllo ✓", "reply_to": 12 } `,
-	`{"type":"history","bot":"matty","limit":-0}`, `{"type":"history","chat":"x","limit":500}`,
-	`{}`, `{"limit":9223372036854775807}`,
-	`{"reply_to":9223372036854775808}`, `{"type":"join","chat":"lobby","bots":["finn"]}`, `{"TYPE":"send"}`, `{"type":"se\u006ed"}`,
-	`{"type":"send","type":"join"}`, `{"type":null}`, `{"limit":1.5}`, `{"limit":1e3}`, `{"limit":01}`,
-	`{"text":"bad ` + "\xff" + `"}`, `{"text":"tab` + "\t" + `"}`, `{"type":"send"}x`, `{"type":"send"`,
-	`{"type":"send",}`, `{"unknown":1}`, `[]`, `null`, ``,
-}
-
-// FuzzScanFrame holds the fast decoder to json.Unmarshal: whatever it
-// takes, json.Unmarshal takes too and decodes alike.
-func FuzzScanFrame(f *testing.F) {
-	for _, s := range scanFrames {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var fast inFrame
-		if !scanFrame(data, &fast) {
-			return
-		}
-		var slow inFrame
-		if err := json.Unmarshal(data, &slow); err != nil {
-			t.Fatalf("scanFrame took %q, which json.Unmarshal refuses: %v", data, err)
-		}
-		if !reflect.DeepEqual(fast, slow) {
-			t.Fatalf("scanFrame(%q) = %+v, json.Unmarshal %+v", data, fast, slow)
-		}
-	})
-}
-
-// TestScanFrameTakesTheUsualFrames checks that the fast path is taken
-// for the frames widgets send, so it does not quietly stop being one.
-func TestScanFrameTakesTheUsualFrames(t *testing.T) {
-	for _, s := range scanFrames[:6] {
-		var f inFrame
-		if !scanFrame([]byte(s), &f) {
-			t.Errorf("scanFrame gave up on %s", s)
-		}
-	}
-	for _, s := range scanFrames[6:] {
-		var f inFrame
-		if scanFrame([]byte(s), &f) {
-			t.Errorf("scanFrame took %q", s)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := json.NewEncoder(&b).Encode(tt.frame); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != tt.want+"\n" {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
 	}
 }
