@@ -14,8 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
+	"github.com/switchboard-chat/switchboard/sessions"
 )
 
 // Config is the live configuration the API reports.
@@ -26,9 +28,15 @@ type Config interface {
 
 // Sessions reads stored sessions and their messages.
 type Sessions interface {
-	ListSessions(ctx context.Context, f gateway.SessionFilter) ([]gateway.Session, error)
-	GetSession(ctx context.Context, id string) (gateway.Session, error)
-	SessionMessages(ctx context.Context, sessionID string, limit int) ([]gateway.Message, error)
+	// ListSessions returns the sessions matching f, most recently
+	// updated first.
+	ListSessions(ctx context.Context, f sessions.Filter) ([]sessions.Session, error)
+	// GetSession returns the session with id, or an error wrapping
+	// sessions.ErrNotFound.
+	GetSession(ctx context.Context, id string) (sessions.Session, error)
+	// SessionMessages returns a session's newest limit messages of kind
+	// (every kind when kind is ""), oldest first.
+	SessionMessages(ctx context.Context, sessionID, kind string, limit int) ([]chat.Message, error)
 }
 
 // Server is the admin API.
@@ -162,12 +170,12 @@ type sessionJSON struct {
 	UpdatedAt string `json:"updated_at"`
 }
 
-func sessionOf(s gateway.Session) sessionJSON {
+func sessionOf(s sessions.Session) sessionJSON {
 	out := sessionJSON{
 		ID: s.ID, Bot: s.Key.Bot, Scope: s.Key.Scope,
 		CreatedAt: rfc3339(s.CreatedAt), UpdatedAt: rfc3339(s.UpdatedAt),
 	}
-	if s.Key.Scope == gateway.ScopeGroup {
+	if s.Key.Scope == sessions.ScopeGroup {
 		out.Platform, out.Chat, _ = strings.Cut(s.Key.ScopeID, ":")
 	} else {
 		out.User = s.Key.ScopeID
@@ -180,7 +188,7 @@ func sessionOf(s gateway.Session) sessionJSON {
 // to one user, and are left out of a user's list).
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := gateway.SessionFilter{Bot: q.Get("bot")}
+	f := sessions.Filter{Bot: q.Get("bot")}
 	if user := q.Get("user"); user != "" {
 		u, _ := s.Config.Directory().User(user)
 		f.ScopeIDs = append([]string{u.ID}, u.Identities...)
@@ -199,12 +207,13 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 
 // messageJSON is SPEC §8's message shape.
 type messageJSON struct {
-	ID       int64         `json:"id"`
-	Chat     string        `json:"chat"`
-	Platform string        `json:"platform"`
-	From     gateway.Party `json:"from"`
-	Text     string        `json:"text"`
-	Time     string        `json:"time"`
+	ID       int64      `json:"id"`
+	Kind     string     `json:"kind"`
+	Chat     string     `json:"chat"`
+	Platform string     `json:"platform"`
+	From     chat.Party `json:"from"`
+	Text     string     `json:"text"`
+	Time     string     `json:"time"`
 }
 
 func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request) {
@@ -213,22 +222,29 @@ func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
+	kind := r.URL.Query().Get("kind")
+	switch kind {
+	case "", chat.KindChat, chat.KindWrapper, chat.KindSystem:
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", "kind must be chat, wrapper or system")
+		return
+	}
 	id := r.PathValue("id")
-	if _, err := s.Sessions.GetSession(r.Context(), id); errors.Is(err, gateway.ErrNotFound) {
+	if _, err := s.Sessions.GetSession(r.Context(), id); errors.Is(err, sessions.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found", "no session "+strconv.Quote(id))
 		return
 	} else if err != nil {
 		s.internal(w, err)
 		return
 	}
-	msgs, err := s.Sessions.SessionMessages(r.Context(), id, limit)
+	msgs, err := s.Sessions.SessionMessages(r.Context(), id, kind, limit)
 	if err != nil {
 		s.internal(w, err)
 		return
 	}
 	items := make([]messageJSON, 0, len(msgs))
 	for _, m := range msgs {
-		items = append(items, messageJSON{ID: m.ID, Chat: m.ChatID, Platform: m.Platform, From: m.From, Text: m.Text, Time: rfc3339(m.Time)})
+		items = append(items, messageJSON{ID: m.ID, Kind: m.Kind, Chat: m.ChatID, Platform: m.Platform, From: m.From, Text: m.Text, Time: rfc3339(m.Time)})
 	}
 	writeList(w, items)
 }

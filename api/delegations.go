@@ -13,9 +13,9 @@ import (
 
 // Delegations starts and reads hand-offs.
 type Delegations interface {
-	Delegate(ctx context.Context, r gateway.DelegateRequest) (gateway.Delegation, error)
-	Delegation(ctx context.Context, id string) (gateway.Delegation, error)
-	Delegations(ctx context.Context, user, status string) ([]gateway.Delegation, error)
+	Delegate(ctx context.Context, r gateway.DelegateRequest) (delegation.Record, error)
+	Delegation(ctx context.Context, id string) (delegation.Record, error)
+	Delegations(ctx context.Context, user, status string) ([]delegation.Record, error)
 }
 
 // maxBody bounds a POST body.
@@ -23,20 +23,23 @@ const maxBody = 1 << 20
 
 // delegationJSON is SPEC §8's delegation shape.
 type delegationJSON struct {
-	ID        string         `json:"id"`
-	FromBot   string         `json:"from_bot"`
-	ToBot     string         `json:"to_bot"`
-	User      string         `json:"user"`
-	Task      string         `json:"task"`
-	Depth     int            `json:"depth"`
-	ParentID  *string        `json:"parent_id"`
-	Status    string         `json:"status"`
-	CreatedAt string         `json:"created_at"`
-	UpdatedAt string         `json:"updated_at"`
-	Result    string         `json:"result"`
-	Error     string         `json:"error"`
-	Inputs    []string       `json:"inputs"`
-	Artifacts []artifactJSON `json:"artifacts"`
+	ID       string  `json:"id"`
+	Kind     string  `json:"kind"`
+	FromBot  string  `json:"from_bot"`
+	ToBot    string  `json:"to_bot"`
+	User     string  `json:"user"`
+	Task     string  `json:"task"`
+	Depth    int     `json:"depth"`
+	ParentID *string `json:"parent_id"`
+	Status   string  `json:"status"`
+	// Progress is a running delegation's newest report, null for none.
+	Progress  *delegation.Progress `json:"progress"`
+	CreatedAt string               `json:"created_at"`
+	UpdatedAt string               `json:"updated_at"`
+	Result    string               `json:"result"`
+	Error     string               `json:"error"`
+	Inputs    []string             `json:"inputs"`
+	Artifacts []artifactJSON       `json:"artifacts"`
 }
 
 type artifactJSON struct {
@@ -49,9 +52,10 @@ type artifactJSON struct {
 	DelegationID string `json:"delegation_id"`
 }
 
-func delegationOf(d gateway.Delegation) delegationJSON {
+func delegationOf(d delegation.Record) delegationJSON {
 	out := delegationJSON{
-		ID: d.ID, FromBot: d.From, ToBot: d.To, User: d.UserID, Task: d.Task, Depth: d.Depth, Status: d.Status,
+		ID: d.ID, Kind: d.Kind, FromBot: d.From, ToBot: d.To, User: d.UserID, Task: d.Task, Depth: d.Depth,
+		Status: d.Status, Progress: d.Progress,
 		CreatedAt: rfc3339(d.CreatedAt), UpdatedAt: rfc3339(d.UpdatedAt), Result: d.Result, Error: d.Error,
 		Inputs: nonNil(d.Inputs), Artifacts: []artifactJSON{},
 	}
@@ -69,12 +73,12 @@ func delegationOf(d gateway.Delegation) delegationJSON {
 
 // delegateBody is POST /api/v1/delegations.
 type delegateBody struct {
-	FromBot         string                   `json:"from_bot"`
-	ToBot           string                   `json:"to_bot"`
-	User            string                   `json:"user"`
-	Task            string                   `json:"task"`
-	Inputs          []string                 `json:"inputs"`
-	ExpectedOutputs []gateway.ExpectedOutput `json:"expected_outputs"`
+	FromBot         string                `json:"from_bot"`
+	ToBot           string                `json:"to_bot"`
+	User            string                `json:"user"`
+	Task            string                `json:"task"`
+	Inputs          []string              `json:"inputs"`
+	ExpectedOutputs []delegation.Expected `json:"expected_outputs"`
 }
 
 func (s *Server) postDelegation(w http.ResponseWriter, r *http.Request) {
@@ -119,7 +123,7 @@ func (s *Server) listDelegations(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	status := q.Get("status")
 	switch status {
-	case "", gateway.StatusQueued, gateway.StatusRunning, gateway.StatusDone, gateway.StatusFailed, gateway.StatusRefused:
+	case "", delegation.StatusQueued, delegation.StatusRunning, delegation.StatusDone, delegation.StatusFailed, delegation.StatusRefused:
 	default:
 		writeError(w, http.StatusBadRequest, "bad_request", "status must be queued, running, done, failed or refused")
 		return
@@ -139,7 +143,7 @@ func (s *Server) listDelegations(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getDelegation(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	d, err := s.Delegations.Delegation(r.Context(), id)
-	if errors.Is(err, gateway.ErrNotFound) {
+	if errors.Is(err, delegation.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "not_found", "no delegation "+strconv.Quote(id))
 		return
 	}

@@ -22,9 +22,9 @@ import (
 // but must not contain secrets.
 //
 // The turn's slices (History, GroupHistory, Team, Context, and the
-// delegation's) belong to the gateway, which reuses them once Reply has
-// returned: a brain reads them and does not write into them, and copies
-// what it keeps past its return.
+// delegation's) belong to the gateway, which may share them between
+// turns: a brain reads them and does not write into them, and copies what
+// it keeps past its return.
 type Brain interface {
 	Reply(ctx context.Context, turn Turn) (Reply, error)
 }
@@ -154,17 +154,3 @@ type Artifact struct {
 // ErrEmptyReply is returned by a brain that produced no text and no
 // artifacts.
 var ErrEmptyReply = errors.New("brain produced an empty reply")
-
-// Instant is implemented by a brain that answers from memory, without I/O
-// and in well under a millisecond, when Instant returns true (the script
-// brain). The gateway may then run a person's turn before storing the
-// message, and store the message and the reply in one transaction. Such a
-// brain must not act on the world outside its Reply: a reply computed for
-// a message that turns out to be a duplicate is dropped, and one the
-// gateway cannot use at once (the session changed meanwhile, or the reply
-// hands work on) is dropped and the turn run again once the message is
-// stored, so Reply may see one message twice.
-type Instant interface {
-	Brain
-	Instant() bool
-}

@@ -12,10 +12,10 @@ import (
 
 // Expected is an output a programmatic hand-off requires of its target.
 type Expected struct {
-	Name      string
-	MediaType string
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
 	// Schema, when set, is a JSON Schema the output's content must match.
-	Schema json.RawMessage
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // Produced is an output the target made.

@@ -9,22 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 )
 
-// BenchmarkPipeline measures messages through the whole core — store,
-// dedupe, identity, gating, session queue, brain, outbox — with a trivial
-// brain and a platform that accepts everything, over 100 sessions: with a
-// brain that may not answer at once (stored: two commits per exchange),
-// and with one that does (instant: one, once a session is cached).
+// BenchmarkPipeline measures messages through the whole core (store,
+// dedupe, identity, gating, sessions, brain, outbox) with a trivial
+// brain and a platform that accepts everything, over 100 sessions.
 func BenchmarkPipeline(b *testing.B) {
-	b.Run("stored", func(b *testing.B) { pipeline(b, echo) })
-	b.Run("instant", func(b *testing.B) { pipeline(b, instantFunc(echo)) })
-}
-
-func pipeline(b *testing.B, brain brains.Brain) {
-	h := newHarness(b, bot("matty", brain))
+	h := newHarness(b, bot("matty", echo))
 	const sessions = 100
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -48,14 +41,10 @@ func pipeline(b *testing.B, brain brains.Brain) {
 }
 
 // BenchmarkPipelineSessions is the load of `make bench`'s closed loop
-// without the widget's sockets: 3,000 visitors, each waiting for the reply
-// to its message and then 50 ms before the next, to an instant brain,
-// through a platform that sends asynchronously as the web adapter does.
-// cpu-µs/msg is the process's CPU (the callers' small share included)
-// per message: the figure docs/performance.md compares levers with, being
-// steadier than wall time on a shared machine. Run it with a -benchtime
-// of at least 150000x, or the link log's rounds and the outbox's flushes
-// barely start.
+// without the widget's sockets: 3,000 visitors, each waiting for the
+// reply to its message and then 50 ms before the next. cpu-µs/msg is the
+// process's CPU (the callers' small share included) per message, which
+// is steadier than wall time on a shared machine.
 func BenchmarkPipelineSessions(b *testing.B) {
 	const sessions = 3000
 	replies := make(map[string]chan struct{}, sessions)
@@ -63,7 +52,7 @@ func BenchmarkPipelineSessions(b *testing.B) {
 		replies[gateway.PrivateChatID(fmt.Sprint("web-u", s), "matty")] = make(chan struct{}, 1)
 	}
 	h := &harness{t: b, path: filepath.Join(b.TempDir(), "sb.db"), plat: newRecorder("web"), platform: asyncPlatform(replies)}
-	h.open(bot("matty", instantFunc(echo)))
+	h.open(bot("matty", echo))
 	before := cpuTime()
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -96,17 +85,13 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// asyncPlatform is a web-like platform: it sends at once, asynchronously,
-// with no platform message IDs, and tells the chat's channel.
+// asyncPlatform is a web-like platform: it sends at once, with no
+// platform message IDs, and tells the chat's channel.
 type asyncPlatform map[string]chan struct{}
 
 func (asyncPlatform) Name() string                                  { return "web" }
 func (asyncPlatform) Run(ctx context.Context, _ gateway.Host) error { <-ctx.Done(); return nil }
-func (p asyncPlatform) Send(ctx context.Context, m gateway.Outbound) (string, error) {
+func (p asyncPlatform) Send(ctx context.Context, m outbox.Entry) (string, error) {
 	p[m.ChatID] <- struct{}{}
 	return "", nil
-}
-func (p asyncPlatform) SendAsync(ctx context.Context, m gateway.Outbound, done func(error)) {
-	p[m.ChatID] <- struct{}{}
-	done(nil)
 }

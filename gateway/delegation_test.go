@@ -12,9 +12,12 @@ import (
 
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/brains/script"
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
+	"github.com/switchboard-chat/switchboard/outbox"
+	"github.com/switchboard-chat/switchboard/sessions"
 )
 
 // scripted is a script brain; it fails the test if the rules do not
@@ -44,13 +47,6 @@ type recording struct {
 	turns []brains.Turn
 }
 
-// Instant passes on the wrapped brain's (brains.Instant), so a recorded
-// script brain takes the instant path as it would unrecorded.
-func (r *recording) Instant() bool {
-	in, ok := r.Brain.(brains.Instant)
-	return ok && in.Instant()
-}
-
 func (r *recording) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
 	r.mu.Lock()
 	r.turns = append(r.turns, kept(t))
@@ -68,12 +64,12 @@ func (r *recording) last() brains.Turn {
 type statuses struct {
 	mu   sync.Mutex
 	byID map[string][]string
-	ch   chan gateway.Delegation
+	ch   chan delegation.Record
 }
 
 func watch(h *harness) *statuses {
-	s := &statuses{byID: map[string][]string{}, ch: make(chan gateway.Delegation, 1000)}
-	h.gw.OnDelegation(func(d gateway.Delegation) {
+	s := &statuses{byID: map[string][]string{}, ch: make(chan delegation.Record, 1000)}
+	h.gw.OnDelegation(func(d delegation.Record) {
 		s.mu.Lock()
 		s.byID[d.ID] = append(s.byID[d.ID], d.Status)
 		s.mu.Unlock()
@@ -83,7 +79,7 @@ func watch(h *harness) *statuses {
 }
 
 // until waits for a delegation to reach status.
-func (s *statuses) until(t *testing.T, status string) gateway.Delegation {
+func (s *statuses) until(t *testing.T, status string) delegation.Record {
 	t.Helper()
 	for {
 		select {
@@ -117,9 +113,9 @@ func team(t *testing.T) (*harness, *recording, *recording) {
 }
 
 // byChat collects n messages and indexes them by chat.
-func byChat(t *testing.T, r *recorder, n int) map[string]gateway.Outbound {
+func byChat(t *testing.T, r *recorder, n int) map[string]outbox.Entry {
 	t.Helper()
-	out := map[string]gateway.Outbound{}
+	out := map[string]outbox.Entry{}
 	for range n {
 		m := r.next(t)
 		out[m.ChatID] = m
@@ -137,8 +133,8 @@ func TestPrivateHandOff(t *testing.T) {
 
 	// Matty's acknowledgement and notice come in order in Matty's chat;
 	// Finn's reply, in Finn's chat, may overtake the acknowledgement.
-	var inMatty []gateway.Outbound
-	var reply gateway.Outbound
+	var inMatty []outbox.Entry
+	var reply outbox.Entry
 	for range 3 {
 		m := h.plat.next(t)
 		if m.ChatID == "web-ann:mattyatlas" {
@@ -181,7 +177,7 @@ Please complete this task and respond directly.`
 	}
 
 	// Matty's session holds the result callback for its next turn.
-	d := seen.until(t, gateway.StatusDone)
+	d := seen.until(t, delegation.StatusDone)
 	h.deliver(private("web-ann", "mattyatlas", "3", "how did it go?"))
 	h.plat.next(t)
 	var callback bool
@@ -222,7 +218,7 @@ func TestHandOffRefusals(t *testing.T) {
 			matty := dbot("mattyatlas", "Matty Atlas", scripted(t, "Matty heard: {{.Text}}"), "finnshipley", "helpdesk")
 			h := newHarness(t, matty, dbot("finnshipley", "Finn Shipley", scripted(t, finnDefault)),
 				dbot("priest", "Priest", scripted(t, "amen")), desk)
-			var last gateway.Outbound
+			var last outbox.Entry
 			for i, text := range tc.say {
 				h.deliver(private("web-ann", "mattyatlas", fmt.Sprint(i), text))
 				last = h.plat.next(t)
@@ -240,7 +236,7 @@ func TestHandOffRefusals(t *testing.T) {
 			if len(msgs) == 0 || msgs[len(msgs)-2].Text != tc.say[len(tc.say)-1] {
 				t.Errorf("session history lacks the message: %+v", msgs)
 			}
-			list, _ := h.gw.Delegations(context.Background(), "web-ann", gateway.StatusRefused)
+			list, _ := h.gw.Delegations(context.Background(), "web-ann", delegation.StatusRefused)
 			if len(list) != 1 || !strings.HasPrefix(list[0].Error, tc.want) {
 				t.Errorf("refused records = %+v", list)
 			}
@@ -277,7 +273,7 @@ func TestChainStopsAtMaxDepth(t *testing.T) {
 	if !strings.Contains(all, "I can't hand this on to Delta: the chain of hand-offs would be 3 deep and the limit is 2.") {
 		t.Errorf("no depth refusal among:\n%s", all)
 	}
-	refused := seen.until(t, gateway.StatusRefused)
+	refused := seen.until(t, delegation.StatusRefused)
 	if refused.From != "c" || refused.To != "d" || refused.Depth != 3 || refused.ParentID == "" {
 		t.Errorf("refused record = %+v", refused)
 	}
@@ -344,7 +340,7 @@ func TestDelegatedTurnTimeout(t *testing.T) {
 	if notice.Bot != "mattyatlas" || !strings.Contains(notice.Text, "Finn Shipley couldn't finish") || !strings.Contains(notice.Text, "100ms time limit") {
 		t.Errorf("notice = %q", notice.Text)
 	}
-	if d := seen.until(t, gateway.StatusFailed); !strings.Contains(d.Error, "time limit") {
+	if d := seen.until(t, delegation.StatusFailed); !strings.Contains(d.Error, "time limit") {
 		t.Errorf("record error = %q", d.Error)
 	}
 }
@@ -377,7 +373,7 @@ func TestRestartWithDelegationInFlight(t *testing.T) {
 		t.Errorf("after restart Finn said %q", r.Text)
 	}
 	list, _ := h.gw.Delegations(context.Background(), "web-ann", "")
-	if len(list) != 1 || list[0].Status != gateway.StatusDone {
+	if len(list) != 1 || list[0].Status != delegation.StatusDone {
 		t.Errorf("records = %+v", list)
 	}
 }
@@ -387,10 +383,10 @@ func TestRestartFailsOrphanedDelegation(t *testing.T) {
 	finn := dbot("finnshipley", "Finn Shipley", scripted(t, finnDefault))
 	h := newHarness(t, matty, finn)
 	// A running record with no turn left to finish it.
-	_, err := h.store.StartDelegations(context.Background(), []gateway.NewDelegation{{Record: gateway.Delegation{
-		ID: "dlg-orphan", From: "mattyatlas", To: "finnshipley", UserID: "web-ann", Task: "x", Depth: 1, Status: gateway.StatusRunning,
-		Origin: gateway.ChatRef{Platform: "web", ChatID: "web-ann:mattyatlas", Type: gateway.ChatPrivate},
-	}}}, nil)
+	_, err := h.store.StartDelegations(context.Background(), []sessions.Handoff{{Record: delegation.Record{
+		ID: "dlg-orphan", From: "mattyatlas", To: "finnshipley", UserID: "web-ann", Task: "x", Depth: 1, Status: delegation.StatusRunning,
+		Origin: chat.Ref{Platform: "web", ID: "web-ann:mattyatlas", Type: chat.Private},
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +396,7 @@ func TestRestartFailsOrphanedDelegation(t *testing.T) {
 		t.Errorf("notice = %q", m.Text)
 	}
 	d, err := h.gw.Delegation(context.Background(), "dlg-orphan")
-	if err != nil || d.Status != gateway.StatusFailed || !strings.Contains(d.Error, "restart") {
+	if err != nil || d.Status != delegation.StatusFailed || !strings.Contains(d.Error, "restart") {
 		t.Errorf("record = %+v, %v", d, err)
 	}
 }
@@ -420,9 +416,9 @@ func TestStructuredHandOff(t *testing.T) {
 		wantStatus string
 		wantTurns  int
 	}{
-		{"valid", []script.Rule{good}, gateway.StatusDone, 1},
-		{"fixed on retry", []script.Rule{fixes, bad}, gateway.StatusDone, 2},
-		{"invalid twice", []script.Rule{bad}, gateway.StatusFailed, 2},
+		{"valid", []script.Rule{good}, delegation.StatusDone, 1},
+		{"fixed on retry", []script.Rule{fixes, bad}, delegation.StatusDone, 2},
+		{"invalid twice", []script.Rule{bad}, delegation.StatusFailed, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -431,9 +427,9 @@ func TestStructuredHandOff(t *testing.T) {
 			seen := watch(h)
 			rec, err := h.gw.Delegate(context.Background(), gateway.DelegateRequest{
 				From: "mattyatlas", To: "finnshipley", User: "web-ann", Task: "list the competitors",
-				Expected: []gateway.ExpectedOutput{{Name: "competitors.json", MediaType: "application/json", Schema: competitorsSchema}},
+				Expected: []delegation.Expected{{Name: "competitors.json", MediaType: "application/json", Schema: competitorsSchema}},
 			})
-			if err != nil || rec.Status != gateway.StatusQueued {
+			if err != nil || rec.Status != delegation.StatusQueued {
 				t.Fatalf("Delegate = %+v, %v", rec, err)
 			}
 			d := seen.until(t, tc.wantStatus)
@@ -445,11 +441,11 @@ func TestStructuredHandOff(t *testing.T) {
 				t.Errorf("Finn ran %d turns, want %d", turns, tc.wantTurns)
 			}
 			switch tc.wantStatus {
-			case gateway.StatusDone:
+			case delegation.StatusDone:
 				if len(d.Artifacts) != 1 || len(d.Artifacts[0].SHA256) != 64 || d.Artifacts[0].Producer != "finnshipley" {
 					t.Errorf("artifacts = %+v", d.Artifacts)
 				}
-			case gateway.StatusFailed:
+			case delegation.StatusFailed:
 				if !strings.Contains(d.Error, "competitors.json: does not match its schema") {
 					t.Errorf("error = %q", d.Error)
 				}
@@ -470,7 +466,7 @@ func TestStructuredHandOffInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen.until(t, gateway.StatusDone)
+	seen.until(t, delegation.StatusDone)
 	d, _ := h.gw.Delegation(context.Background(), first.ID)
 	if len(d.Artifacts) != 1 {
 		t.Fatalf("first delegation's artifacts = %+v", d.Artifacts)
@@ -480,7 +476,7 @@ func TestStructuredHandOffInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen.until(t, gateway.StatusDone)
+	seen.until(t, delegation.StatusDone)
 	if got := finn.last().Text; got != "read it" {
 		t.Fatalf("task = %q", got)
 	}
@@ -593,7 +589,7 @@ func TestBotAddressesBotInGroup(t *testing.T) {
 	h2.deliver(roomEvent("web-ann", "1", "@matty the roof"))
 	h2.plat.next(t)
 	quiet(t, h2.plat)
-	list, _ := h2.gw.Delegations(context.Background(), "web-ann", gateway.StatusRefused)
+	list, _ := h2.gw.Delegations(context.Background(), "web-ann", delegation.StatusRefused)
 	if len(list) != 1 || list[0].Error != "I'm not allowed to hand work to Finn Shipley." {
 		t.Errorf("refused records = %+v", list)
 	}

@@ -1,7 +1,3 @@
-// Package gateway is Switchboard's core: the normalized event, the Platform
-// contract adapters implement, the pipeline that stores, resolves, gates and
-// queues every event, the per-session turn queues, and the outbox that
-// delivers replies. It knows no concrete platform, brain kind or database.
 package gateway
 
 import (
@@ -9,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/chat"
 )
 
 // Platform names used in events and platform IDs.
@@ -18,16 +16,6 @@ const (
 	PlatformDiscord  = "discord"
 	PlatformCLI      = "cli"
 	PlatformAPI      = "api"
-)
-
-// ChatType says whether a chat is a private conversation between one person
-// and one bot, or a group where several people and bots talk.
-type ChatType string
-
-// The chat types.
-const (
-	ChatPrivate ChatType = "private"
-	ChatGroup   ChatType = "group"
 )
 
 // Event is one inbound message, normalized by a platform adapter.
@@ -43,7 +31,7 @@ type Event struct {
 	// ChatID is the platform's chat identifier: for the web a private chat
 	// is "<platform id>:<bot>" and a group room is its name.
 	ChatID   string
-	ChatType ChatType
+	ChatType chat.Type
 	// ChatName is a human-readable name for group chats (optional).
 	ChatName string
 	// MessageID is the platform's ID of the message, unique in the chat.
@@ -55,9 +43,10 @@ type Event struct {
 	// ReplyTo is the platform message ID this message answers, if any.
 	ReplyTo string
 	Time    time.Time
-	// OnStored, if set, is called once the message is durable (or found
-	// to be a duplicate), before any bot starts on it — so an adapter can
-	// acknowledge it ahead of the replies. It must not block.
+	// OnStored, if set, is called by Deliver once the message is stored
+	// (or found to be a duplicate), before any bot starts on it, so that
+	// an adapter can acknowledge it ahead of the replies. It must not
+	// block.
 	OnStored func(Receipt) `json:"-"`
 }
 
@@ -83,6 +72,9 @@ type Mention struct {
 	Name string
 }
 
+// Chat is the chat the event was said in.
+func (e Event) Chat() chat.Ref { return chat.Ref{Platform: e.Platform, ID: e.ChatID, Type: e.ChatType} }
+
 // Validate reports the first missing or malformed field of e.
 func (e Event) Validate() error {
 	switch {
@@ -90,9 +82,9 @@ func (e Event) Validate() error {
 		return errors.New("event: missing platform")
 	case e.ChatID == "":
 		return errors.New("event: missing chat id")
-	case e.ChatType != ChatPrivate && e.ChatType != ChatGroup:
+	case e.ChatType != chat.Private && e.ChatType != chat.Group:
 		return fmt.Errorf("event: bad chat type %q", e.ChatType)
-	case e.ChatType == ChatPrivate && e.Bot == "":
+	case e.ChatType == chat.Private && e.Bot == "":
 		return errors.New("event: private chat without bot")
 	case e.MessageID == "":
 		return errors.New("event: missing message id")

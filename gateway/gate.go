@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/switchboard-chat/switchboard/chat"
 )
 
 // address is one bot that an event asks to answer, with the text its
@@ -18,9 +20,9 @@ type address struct {
 // addressed decides which bots answer ev (SPEC §4): in a private chat the
 // chat's bot always; in a group only bots addressed by a mention, a
 // leading /command or a reply to one of their messages, in the order they
-// were addressed. candidates are the bots present in the chat.
-func (g *Gateway) addressed(ctx context.Context, ev Event, roster *Roster, candidates []string) ([]address, error) {
-	if ev.ChatType == ChatPrivate {
+// were addressed. present are the bots in a group chat.
+func (g *Gateway) addressed(ctx context.Context, ev Event, roster *Roster, present []string) ([]address, error) {
+	if ev.ChatType == chat.Private {
 		b, ok := roster.Bot(ev.Bot)
 		if !ok {
 			return nil, nil
@@ -34,7 +36,7 @@ func (g *Gateway) addressed(ctx context.Context, ev Event, roster *Roster, candi
 	}
 	var hits []hit
 	add := func(b *Bot, start, end int) {
-		if b == nil || !slices.Contains(candidates, b.ID) {
+		if b == nil || !slices.Contains(present, b.ID) {
 			return
 		}
 		hits = append(hits, hit{b, start, end})

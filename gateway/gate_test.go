@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/sessions"
 )
 
 func roomEvent(sender, id, text string) gateway.Event {
 	return gateway.Event{
-		Platform: "web", ChatID: "lobby", ChatType: gateway.ChatGroup, MessageID: sender + id,
+		Platform: "web", ChatID: "lobby", ChatType: chat.Group, MessageID: sender + id,
 		Sender: gateway.Sender{PlatformID: sender, Name: strings.TrimPrefix(sender, "web-")}, Text: text,
 		Mentions: gateway.ParseMentions(text),
 	}
@@ -100,8 +102,8 @@ func TestSessionScope(t *testing.T) {
 		scope string
 		want  string // what the second user's turn sees of history
 	}{
-		{gateway.ScopeUser, "web-bob said second"},
-		{gateway.ScopeGroup, "web-bob said @matty first,second"}, // history keeps the message as written
+		{sessions.ScopeUser, "web-bob said second"},
+		{sessions.ScopeGroup, "web-bob said @matty first,second"}, // history keeps the message as written
 	}
 	for _, tc := range tests {
 		t.Run(tc.scope, func(t *testing.T) {

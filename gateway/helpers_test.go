@@ -6,14 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
-	"github.com/switchboard-chat/switchboard/store"
+	"github.com/switchboard-chat/switchboard/outbox"
+	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 // brainFunc adapts a function to brains.Brain.
@@ -30,25 +34,25 @@ var echo = brainFunc(func(_ context.Context, t brains.Turn) (brains.Reply, error
 type recorder struct {
 	name string
 	mu   sync.Mutex
-	sent []gateway.Outbound
+	sent []outbox.Entry
 	// fail, when set, decides the error of each Send.
-	fail func(gateway.Outbound) error
-	ch   chan gateway.Outbound
-	// maxParked is its gateway.ParkLimiter answer (0: keep forever).
+	fail func(outbox.Entry) error
+	ch   chan outbox.Entry
+	// maxParked is its outbox.ParkLimiter answer (0: keep forever).
 	maxParked time.Duration
 }
 
 func (r *recorder) MaxParked() time.Duration { return r.maxParked }
 
 func newRecorder(name string) *recorder {
-	return &recorder{name: name, ch: make(chan gateway.Outbound, 10000)}
+	return &recorder{name: name, ch: make(chan outbox.Entry, 10000)}
 }
 
 func (r *recorder) Name() string { return r.name }
 
 func (r *recorder) Run(ctx context.Context, _ gateway.Host) error { <-ctx.Done(); return nil }
 
-func (r *recorder) Send(_ context.Context, m gateway.Outbound) (string, error) {
+func (r *recorder) Send(_ context.Context, m outbox.Entry) (string, error) {
 	if r.fail != nil {
 		if err := r.fail(m); err != nil {
 			return "", err
@@ -61,21 +65,21 @@ func (r *recorder) Send(_ context.Context, m gateway.Outbound) (string, error) {
 	return fmt.Sprint(m.MessageID), nil
 }
 
-func (r *recorder) all() []gateway.Outbound {
+func (r *recorder) all() []outbox.Entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]gateway.Outbound(nil), r.sent...)
+	return append([]outbox.Entry(nil), r.sent...)
 }
 
 // next waits for the next sent message.
-func (r *recorder) next(t testing.TB) gateway.Outbound {
+func (r *recorder) next(t testing.TB) outbox.Entry {
 	t.Helper()
 	select {
 	case m := <-r.ch:
 		return m
 	case <-time.After(10 * time.Second):
 		t.Fatal("timed out waiting for a reply")
-		return gateway.Outbound{}
+		return outbox.Entry{}
 	}
 }
 
@@ -83,11 +87,9 @@ func (r *recorder) next(t testing.TB) gateway.Outbound {
 type harness struct {
 	t     testing.TB
 	path  string
-	store *store.SQLite
-	// wrap, when set, wraps the store the gateway uses (to watch it).
-	wrap func(gateway.Store) gateway.Store
-	gw   *gateway.Gateway
-	plat *recorder
+	store *sqlite.Store
+	gw    *gateway.Gateway
+	plat  *recorder
 	// platform, when set, is the platform the gateway gets in place of
 	// plat (a wrapper of it).
 	platform gateway.Platform
@@ -97,21 +99,14 @@ type harness struct {
 
 func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
 	t.Helper()
-	return newWrappedHarness(t, nil, bots...)
-}
-
-// newWrappedHarness is newHarness with the gateway's store wrapped by
-// wrap (when not nil).
-func newWrappedHarness(t testing.TB, wrap func(gateway.Store) gateway.Store, bots ...*gateway.Bot) *harness {
-	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: newRecorder("web"), wrap: wrap}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "sb.db"), plat: newRecorder("web")}
 	h.open(bots...)
 	return h
 }
 
 func (h *harness) open(bots ...*gateway.Bot) {
 	h.t.Helper()
-	s, err := store.Open(context.Background(), h.path)
+	s, err := sqlite.Open(context.Background(), h.path)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -120,11 +115,7 @@ func (h *harness) open(bots ...*gateway.Bot) {
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	var gs gateway.Store = s
-	if h.wrap != nil {
-		gs = h.wrap(s)
-	}
-	h.gw = gateway.New(gateway.Options{Store: gs, Logger: logger, Observer: h.obs})
+	h.gw = gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: logger, Observer: h.obs})
 	h.gw.SetRoster(gateway.NewRoster(bots))
 	if h.platform != nil {
 		h.gw.AddPlatform(h.platform)
@@ -151,13 +142,13 @@ func (h *harness) close() {
 }
 
 func bot(id string, b brains.Brain) *gateway.Bot {
-	return &gateway.Bot{ID: id, Name: id, Brain: b, Platforms: []string{"web"}, SessionScope: gateway.ScopeUser, Timeout: 5 * time.Second}
+	return &gateway.Bot{ID: id, Name: id, Brain: b, Platforms: []string{"web"}, SessionScope: sessions.ScopeUser, Timeout: 5 * time.Second}
 }
 
 // private is a private web message from user to bot.
 func private(user, botID, msgID, text string) gateway.Event {
 	return gateway.Event{
-		Platform: "web", Bot: botID, ChatID: gateway.PrivateChatID(user, botID), ChatType: gateway.ChatPrivate,
+		Platform: "web", Bot: botID, ChatID: gateway.PrivateChatID(user, botID), ChatType: chat.Private,
 		MessageID: msgID, Sender: gateway.Sender{PlatformID: user, Name: user}, Text: text,
 	}
 }
@@ -173,10 +164,10 @@ func (h *harness) deliver(ev gateway.Event) gateway.Receipt {
 
 // unreachableUntil is a recorder's fail: every recipient is unreachable
 // until online is set.
-func unreachableUntil(online *atomic.Bool) func(gateway.Outbound) error {
-	return func(gateway.Outbound) error {
+func unreachableUntil(online *atomic.Bool) func(outbox.Entry) error {
+	return func(outbox.Entry) error {
 		if !online.Load() {
-			return gateway.ErrUnreachable
+			return outbox.ErrUnreachable
 		}
 		return nil
 	}
@@ -191,4 +182,33 @@ func (h *harness) comeBack(online *atomic.Bool, user, want string) {
 	if got := h.plat.next(h.t).Text; got != want {
 		h.t.Errorf("reply to %s = %q, want %q", user, got, want)
 	}
+}
+
+// waitDelivered waits until the store has no reply pending.
+func (h *harness) waitDelivered() {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := h.store.PendingOutbox(context.Background())
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if len(p) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d replies still pending", len(p))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// kept is t with copies of its slices, which the gateway may share
+// between turns (brains.Brain), for a test brain that keeps its turns.
+func kept(t brains.Turn) brains.Turn {
+	t.History = slices.Clone(t.History)
+	t.GroupHistory = slices.Clone(t.GroupHistory)
+	t.Team = slices.Clone(t.Team)
+	t.Context = slices.Clone(t.Context)
+	return t
 }

@@ -3,14 +3,17 @@ package gateway
 import (
 	"context"
 	"fmt"
+
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/sessions"
 )
 
 var _ Host = (*Gateway)(nil)
 
-// Reachable implements Host: parked outbox entries for the chats are
-// retried.
+// Reachable implements Host: the outbox tries the chats' parked entries
+// again.
 func (g *Gateway) Reachable(platform string, chatIDs ...string) {
-	g.outbox.wake(platform, chatIDs)
+	g.outbox.Wake(platform, chatIDs...)
 }
 
 // Bots implements Host.
@@ -19,14 +22,9 @@ func (g *Gateway) Bots(platform string) []BotInfo {
 	if r == nil {
 		return nil
 	}
-	// The roster's own order, not a copy: the web asks for every message
-	// it takes.
 	var out []BotInfo
 	for _, b := range r.order {
 		if b.On(platform) {
-			if out == nil {
-				out = make([]BotInfo, 0, len(r.order))
-			}
 			out = append(out, BotInfo{ID: b.ID, Name: b.Name})
 		}
 	}
@@ -40,7 +38,7 @@ func (g *Gateway) Resolve(platformID string) UserRef {
 }
 
 // SessionHistory implements Host.
-func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]Message, error) {
+func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]chat.Message, error) {
 	b, ok := g.roster.Load().Bot(bot)
 	if !ok {
 		return nil, fmt.Errorf("history: %w: %q", ErrUnknownBot, bot)
@@ -49,15 +47,12 @@ func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, li
 	if !b.Public {
 		userID = g.Resolve(platformID).ID
 	}
-	s, ok, err := g.store.FindSession(ctx, SessionKey{Bot: bot, Scope: ScopeUser, ScopeID: userID})
-	if err != nil || !ok {
-		return nil, err
-	}
-	return g.store.SessionMessages(ctx, s.ID, limit)
+	key := sessions.Key{Bot: bot, Scope: sessions.ScopeUser, ScopeID: userID}
+	return sessions.History(ctx, g.sessions, key, chat.KindChat, limit)
 }
 
 // ChatHistory implements Host.
-func (g *Gateway) ChatHistory(ctx context.Context, platform, chatID string, limit int) ([]Message, error) {
+func (g *Gateway) ChatHistory(ctx context.Context, platform, chatID string, limit int) ([]chat.Message, error) {
 	return g.store.ChatMessages(ctx, platform, chatID, limit)
 }
 
@@ -83,15 +78,4 @@ func (g *Gateway) JoinRoom(ctx context.Context, platform, room, member string, b
 		}
 	}
 	return out, nil
-}
-
-// botIDs lists the IDs of the roster's bots on platform.
-func botIDs(r *Roster, platform string) []string {
-	var ids []string
-	for _, b := range r.Bots() {
-		if b.On(platform) {
-			ids = append(ids, b.ID)
-		}
-	}
-	return ids
 }

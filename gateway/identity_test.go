@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
 )
@@ -33,7 +34,7 @@ func directory(t *testing.T, users ...identity.User) *identity.Directory {
 
 func telegramPrivate(userID, botID, msgID, text string) gateway.Event {
 	return gateway.Event{
-		Platform: "telegram", Bot: botID, ChatID: userID, ChatType: gateway.ChatPrivate, MessageID: msgID,
+		Platform: "telegram", Bot: botID, ChatID: userID, ChatType: chat.Private, MessageID: msgID,
 		Sender: gateway.Sender{PlatformID: "telegram-" + userID, Name: "Ann T"}, Text: text,
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/switchboard-chat/switchboard/chat"
 )
 
 func TestParseMentions(t *testing.T) {
@@ -83,7 +85,7 @@ func FuzzParseMentions(f *testing.F) {
 			t.Fatalf("stripping made invalid UTF-8 from %q: %q", text, out)
 		}
 		if len(ms) > 0 {
-			ev := Event{Platform: "web", ChatID: "c", ChatType: ChatGroup, MessageID: "1", Sender: Sender{PlatformID: "web-x"}, Text: text + "x", Mentions: ms}
+			ev := Event{Platform: "web", ChatID: "c", ChatType: chat.Group, MessageID: "1", Sender: Sender{PlatformID: "web-x"}, Text: text + "x", Mentions: ms}
 			if err := ev.Validate(); err != nil {
 				t.Fatalf("parsed mentions do not validate: %v", err)
 			}

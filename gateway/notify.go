@@ -1,32 +1,28 @@
 package gateway
 
-import "context"
+import (
+	"context"
 
-// DelegationWatcher is implemented by platforms that show hand-off status
-// live (the web widget's delegation frames). platformIDs are the user's
-// identities; the watcher shows the change to whichever it serves.
-type DelegationWatcher interface {
-	DelegationChanged(ref DelegationRef, platformIDs []string)
-}
+	"github.com/switchboard-chat/switchboard/delegation"
+)
 
 // OnDelegation registers fn to be called (from the gateway's goroutines,
 // so it must not block) after every stored change of a delegation.
-func (g *Gateway) OnDelegation(fn func(Delegation)) {
+func (g *Gateway) OnDelegation(fn func(delegation.Record)) {
 	g.platformsMu.Lock()
 	defer g.platformsMu.Unlock()
 	g.delegationHooks = append(g.delegationHooks, fn)
 }
 
 // notify pushes a delegation's current status to watchers.
-func (g *Gateway) notify(d Delegation) {
+func (g *Gateway) notify(d delegation.Record) {
 	g.obs.Delegation(d.Status)
 	u, _ := g.users.Load().User(d.UserID)
-	pids := u.Identities
 	g.platformsMu.RLock()
 	defer g.platformsMu.RUnlock()
 	for _, p := range g.platforms {
 		if w, ok := p.(DelegationWatcher); ok {
-			w.DelegationChanged(*d.Ref(), pids)
+			w.DelegationChanged(*d.Ref(), u.Identities)
 		}
 	}
 	for _, fn := range g.delegationHooks {
@@ -36,7 +32,7 @@ func (g *Gateway) notify(d Delegation) {
 
 // notifyUpdate reloads a delegation after a change and pushes it.
 func (g *Gateway) notifyUpdate(ctx context.Context, id string) {
-	d, err := g.store.GetDelegation(ctx, id)
+	d, err := g.store.Delegation(ctx, id)
 	if err != nil {
 		g.log.Error("reload delegation", "delegation", id, "err", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,7 +12,10 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
+	"github.com/switchboard-chat/switchboard/sessions"
 )
 
 func TestDuplicateEventAnsweredOnce(t *testing.T) {
@@ -71,7 +75,7 @@ func TestSessionRunsOneTurnAtATimeInOrder(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var replies []gateway.Outbound
+	var replies []outbox.Entry
 	for range n {
 		replies = append(replies, h.plat.next(t))
 	}
@@ -254,11 +258,11 @@ func TestUnreachableReplyExpires(t *testing.T) {
 	if sent := h.plat.all(); len(sent) != 1 {
 		t.Errorf("sent %d replies; want only Ann's second", len(sent))
 	}
-	s, ok, err := h.store.FindSession(ctx, gateway.SessionKey{Bot: "matty", Scope: gateway.ScopeUser, ScopeID: "web-ann"})
+	s, ok, err := h.store.FindSession(ctx, sessions.Key{Bot: "matty", Scope: sessions.ScopeUser, ScopeID: "web-ann"})
 	if err != nil || !ok {
 		t.Fatalf("Ann's session: %v %v", ok, err)
 	}
-	msgs, err := h.store.SessionMessages(ctx, s.ID, 10)
+	msgs, err := h.store.SessionMessages(ctx, s.ID, chat.KindChat, 10)
 	if err != nil || len(msgs) != 4 || msgs[1].Text != "matty: are you there" {
 		t.Errorf("Ann's history = %+v, %v", msgs, err)
 	}
@@ -279,12 +283,12 @@ func TestUnreachableReplyDeliveredInTime(t *testing.T) {
 func TestOutboxRetriesAndHonoursRetryAfter(t *testing.T) {
 	h := newHarness(t, bot("matty", echo))
 	var calls atomic.Int32
-	h.plat.fail = func(gateway.Outbound) error {
+	h.plat.fail = func(outbox.Entry) error {
 		switch calls.Add(1) {
 		case 1:
 			return errors.New("502 bad gateway")
 		case 2:
-			return &gateway.RetryAfterError{After: 20 * time.Millisecond, Err: errors.New("429")}
+			return &outbox.RetryAfterError{After: 20 * time.Millisecond, Err: errors.New("429")}
 		}
 		return nil
 	}
@@ -340,7 +344,7 @@ func TestGroupMessageNeedsAddress(t *testing.T) {
 	h := newHarness(t, bot("matty", echo), bot("finn", slowEcho))
 	room := func(id, text string) gateway.Event {
 		return gateway.Event{
-			Platform: "web", ChatID: "lobby", ChatType: gateway.ChatGroup, MessageID: id,
+			Platform: "web", ChatID: "lobby", ChatType: chat.Group, MessageID: id,
 			Sender: gateway.Sender{PlatformID: "web-ann", Name: "Ann"}, Text: text,
 			Mentions: gateway.ParseMentions(text),
 		}
@@ -400,7 +404,7 @@ func (limited) MaxMessageLength() int { return 12 }
 func TestLongReplySplitAndResumedAfterFailure(t *testing.T) {
 	rec := newRecorder("web")
 	var calls atomic.Int32
-	rec.fail = func(m gateway.Outbound) error {
+	rec.fail = func(m outbox.Entry) error {
 		if m.Part == 1 && calls.Add(1) == 1 {
 			return errors.New("503 on the second part")
 		}
@@ -462,5 +466,65 @@ func TestTypingWhileTheBrainWorks(t *testing.T) {
 		}
 	default:
 		t.Error("no typing indicator during a slow turn")
+	}
+}
+
+// Many deliveries to one session at once: every turn sees exactly the
+// person's messages stored before its own.
+func TestConcurrentDeliveriesToOneSessionStayInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var turns []brains.Turn
+	mb := bot("matty", brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+		mu.Lock()
+		turns = append(turns, kept(tr))
+		mu.Unlock()
+		return brains.Reply{Text: "re " + tr.Text}, nil
+	}))
+	mb.HistoryWindow = 200
+	h := newHarness(t, mb)
+	const senders, each = 4, 15
+	ids := make(map[string]int64)
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Go(func() {
+			for i := range each {
+				text := fmt.Sprintf("m%d-%d", s, i)
+				r, err := h.gw.Deliver(context.Background(), private("web-ann", "matty", text, text))
+				if err != nil {
+					t.Errorf("deliver %s: %v", text, err)
+					return
+				}
+				mu.Lock()
+				ids[text] = r.MessageID
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for range senders * each {
+		h.plat.next(t)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(turns) != senders*each {
+		t.Fatalf("%d turns, want %d", len(turns), senders*each)
+	}
+	for _, tr := range turns {
+		var want, got []string
+		for text, id := range ids {
+			if id < ids[tr.Text] {
+				want = append(want, text)
+			}
+		}
+		for _, e := range tr.History {
+			if e.Kind == "human" {
+				got = append(got, e.Text)
+			}
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("turn %s (message %d) saw people's messages %q, want %q", tr.Text, ids[tr.Text], got, want)
+		}
 	}
 }

@@ -27,7 +27,8 @@ type Bot struct {
 	HistoryWindow int
 	// Platforms lists the platforms the bot is on.
 	Platforms []string
-	// SessionScope is ScopeUser or ScopeGroup for group chats.
+	// SessionScope is sessions.ScopeUser or sessions.ScopeGroup: how the
+	// bot keeps its sessions in group chats.
 	SessionScope string
 	// Allow lists the bots this bot may hand work to ("*": any).
 	Allow []string
@@ -63,12 +64,16 @@ type Roster struct {
 	order   []*Bot
 	byID    map[string]*Bot
 	parsers map[string]*delegation.Parser
-	// What every turn asks of the roster, worked out once: the longest
-	// history window, and each bot's team (brains.Turn.Team; shared by
-	// its turns, which only read it).
+	// historyLimit is the longest history window of any bot, which
+	// turns are loaded with; teams holds each bot's team
+	// (brains.Turn.Team), shared by its turns, which only read it.
 	historyLimit int
 	teams        map[string][]brains.Mate
 }
+
+// defaultHistoryWindow is the history a bot's turns see when it sets no
+// window of its own.
+const defaultHistoryWindow = 20
 
 // NewRoster indexes bots; later duplicates of an ID are ignored
 // (configuration validation rejects them first).

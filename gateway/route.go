@@ -5,26 +5,22 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/identity"
+	"github.com/switchboard-chat/switchboard/sessions"
 )
-
-// PrivateChatter is implemented by platforms that can name (opening it if
-// needed) the private chat between a bot and a person, so a bot can write
-// first — the target of a hand-off, say.
-type PrivateChatter interface {
-	PrivateChat(ctx context.Context, bot, platformID string) (chatID string, err error)
-}
 
 // route picks the chat a turn's reply goes to (SPEC §3): a group message
 // is answered in its group; a private one in the private chat where the
 // person last spoke in the session, which may be on another platform than
 // the message being answered when they moved while the bot was thinking.
-func (g *Gateway) route(ctx context.Context, data TurnData) (ChatRef, error) {
-	here := ChatRef{Platform: data.Message.Platform, ChatID: data.Message.ChatID, Type: data.Message.ChatType}
-	if here.Type == ChatGroup {
+func (g *Gateway) route(ctx context.Context, t sessions.Turn) (chat.Ref, error) {
+	here := t.Message.Chat()
+	if here.Type == chat.Group {
 		return here, nil
 	}
-	last, ok, err := g.store.LastPrivateChat(ctx, data.Session.ID)
+	last, ok, err := g.sessions.LastPrivateChat(ctx, t.Session.ID)
 	if err != nil || !ok {
 		return here, err
 	}
@@ -38,24 +34,24 @@ func (g *Gateway) route(ctx context.Context, data TurnData) (ChatRef, error) {
 // spoke to any bot, then on any other platform of the bot where users.yaml
 // gives the user an identity (a Discord DM the bot opens), then on the web
 // (delivered when the user connects).
-func (g *Gateway) routeDelegated(ctx context.Context, roster *Roster, bot *Bot, d Delegation) (ChatRef, error) {
-	if d.Origin.Type == ChatGroup {
-		in, err := g.store.ChatHasBot(ctx, d.Origin.Platform, d.Origin.ChatID, bot.ID)
+func (g *Gateway) routeDelegated(ctx context.Context, bot *Bot, d delegation.Record) (chat.Ref, error) {
+	if d.Origin.Type == chat.Group {
+		in, err := g.store.ChatHasBot(ctx, d.Origin.Platform, d.Origin.ID, bot.ID)
 		if err != nil {
-			return ChatRef{}, err
+			return chat.Ref{}, err
 		}
 		if in {
 			return d.Origin, nil
 		}
 	}
-	s, ok, err := g.store.FindSession(ctx, SessionKey{Bot: bot.ID, Scope: ScopeUser, ScopeID: d.UserID})
+	s, ok, err := g.sessions.FindSession(ctx, sessions.Key{Bot: bot.ID, Scope: sessions.ScopeUser, ScopeID: d.UserID})
 	if err != nil {
-		return ChatRef{}, err
+		return chat.Ref{}, err
 	}
 	if ok {
-		last, found, err := g.store.LastPrivateChat(ctx, s.ID)
+		last, found, err := g.sessions.LastPrivateChat(ctx, s.ID)
 		if err != nil {
-			return ChatRef{}, err
+			return chat.Ref{}, err
 		}
 		if found {
 			return last, nil
@@ -67,7 +63,7 @@ func (g *Gateway) routeDelegated(ctx context.Context, roster *Roster, bot *Bot, 
 		}
 	}
 	if last, pid, found, err := g.store.LastPrivateChatOfUser(ctx, d.UserID); err != nil {
-		return ChatRef{}, err
+		return chat.Ref{}, err
 	} else if found {
 		if c, ok := g.privateChat(ctx, bot, last.Platform, pid, d.UserID); ok {
 			return c, nil
@@ -84,16 +80,16 @@ func (g *Gateway) routeDelegated(ctx context.Context, roster *Roster, bot *Bot, 
 	if c, ok := g.privateChat(ctx, bot, PlatformWeb, "", d.UserID); ok {
 		return c, nil
 	}
-	return ChatRef{}, fmt.Errorf("%s is on none of the platforms where I can reach you", bot.Name)
+	return chat.Ref{}, fmt.Errorf("%s is on none of the platforms where I can reach you", bot.Name)
 }
 
 // privateChat names bot's private chat with the user on platform, using
 // pid when it is the user's ID there, else the user's identity on that
 // platform from users.yaml. ok is false when the bot is not on the
 // platform or the user has no identity there.
-func (g *Gateway) privateChat(ctx context.Context, bot *Bot, platform, pid, userID string) (ChatRef, bool) {
+func (g *Gateway) privateChat(ctx context.Context, bot *Bot, platform, pid, userID string) (chat.Ref, bool) {
 	if !bot.On(platform) {
-		return ChatRef{}, false
+		return chat.Ref{}, false
 	}
 	if identity.Platform(pid) != platform {
 		pid = ""
@@ -105,21 +101,21 @@ func (g *Gateway) privateChat(ctx context.Context, bot *Bot, platform, pid, user
 			}
 		}
 		if pid == "" {
-			return ChatRef{}, false
+			return chat.Ref{}, false
 		}
 	}
 	if p, ok := g.platform(platform); ok {
 		if pc, ok := p.(PrivateChatter); ok {
-			chat, err := pc.PrivateChat(ctx, bot.ID, pid)
+			id, err := pc.PrivateChat(ctx, bot.ID, pid)
 			if err != nil {
 				g.log.Warn("open private chat", "platform", platform, "bot", bot.ID, "err", err)
-				return ChatRef{}, false
+				return chat.Ref{}, false
 			}
-			return ChatRef{Platform: platform, ChatID: chat, Type: ChatPrivate}, true
+			return chat.Ref{Platform: platform, ID: id, Type: chat.Private}, true
 		}
 	}
 	if platform == PlatformWeb && strings.HasPrefix(pid, "web-") {
-		return ChatRef{Platform: platform, ChatID: PrivateChatID(pid, bot.ID), Type: ChatPrivate}, true
+		return chat.Ref{Platform: platform, ID: PrivateChatID(pid, bot.ID), Type: chat.Private}, true
 	}
-	return ChatRef{}, false
+	return chat.Ref{}, false
 }

@@ -158,9 +158,6 @@ func compile(field, replyField, reply string, arts []ArtifactTemplate) (rule, er
 	return r, nil
 }
 
-// Instant implements brains.Instant: rules and templates run in memory.
-func (b *Brain) Instant() bool { return true }
-
 // Reply answers t with the first rule whose pattern matches its text, or
 // with the default. It returns ctx.Err() if ctx is already done or ends
 // while a template runs (checked at each write of template output), a

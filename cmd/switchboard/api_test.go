@@ -200,8 +200,6 @@ func TestMetrics(t *testing.T) {
 	// The delivery is counted just after the frame is handed over, and
 	// the worker leaves the queue just after the reply is handed over.
 	scrape(`switchboard_events_out_total{platform="web"} 1`, "switchboard_session_queue_depth 0")
-	// The session is known and idle now: the next message is answered on
-	// the instant path (a visitor's first one was queued).
 	c.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "again", "client_id": "2"})
 	c.expect("ack")
 	c.expect("message")
@@ -210,32 +208,12 @@ func TestMetrics(t *testing.T) {
 		`switchboard_events_in_total{platform="web"} 2`,
 		`switchboard_events_out_total{platform="web"} 2`,
 		`switchboard_brain_seconds_count{bot="mattyatlas",kind="script"} 2`,
-		`switchboard_turns_total{path="queued"} 1`,
-		`switchboard_turns_total{path="instant"} 1`,
 		"switchboard_session_queue_depth 0",
 		"# TYPE switchboard_delegations_total counter",
 		"# TYPE switchboard_outbox_retries_total counter",
-		"# TYPE switchboard_store_writer_busy_seconds_total counter",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
-	}
-	// The message and its answer were written: the writer has run at
-	// least one batch of at least one write, for some time.
-	vals, err := readMetrics(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	value := func(name string) float64 {
-		v, ok := vals[name]
-		if !ok {
-			t.Fatalf("metrics lack %s:\n%s", name, body)
-		}
-		return v
-	}
-	batches, writes := value("switchboard_store_write_batches_total"), value("switchboard_store_writes_total")
-	if batches < 1 || writes < batches || value("switchboard_store_writer_busy_seconds_total") <= 0 {
-		t.Errorf("writer counts: %v batches, %v writes:\n%s", batches, writes, body)
 	}
 }

@@ -72,10 +72,45 @@ func TestHandOffOverTheWidget(t *testing.T) {
 	if status != 200 || body["status"] != "done" || body["user"] != "user-bryan" || body["result"] != "Finn built: build the login page" {
 		t.Errorf("GET delegation = %d %v", status, body)
 	}
-	for _, k := range []string{"id", "from_bot", "to_bot", "user", "task", "depth", "parent_id", "status", "created_at", "updated_at", "result", "error", "inputs", "artifacts"} {
+	for _, k := range []string{"id", "kind", "from_bot", "to_bot", "user", "task", "depth", "parent_id", "status", "progress", "created_at", "updated_at", "result", "error", "inputs", "artifacts"} {
 		if _, ok := body[k]; !ok {
 			t.Errorf("delegation lacks %q", k)
 		}
+	}
+	if body["kind"] != "handoff" || body["progress"] != nil {
+		t.Errorf("delegation kind %v, progress %v; want handoff and null", body["kind"], body["progress"])
+	}
+
+	// A session's messages are every kind: Finn's holds the hand-off's
+	// wrapper, Matty's the result's callback; ?kind= keeps one kind.
+	kinds := func(bot, query string) string {
+		t.Helper()
+		_, list := apiGet(t, m, "/api/v1/sessions?user=user-bryan&bot="+bot, m.AdminToken)
+		sessions := items(list)
+		if len(sessions) != 1 {
+			t.Fatalf("bryan's sessions with %s = %v", bot, sessions)
+		}
+		_, body := apiGet(t, m, "/api/v1/sessions/"+sessions[0]["id"].(string)+"/messages"+query, m.AdminToken)
+		var out []string
+		for _, msg := range items(body) {
+			out = append(out, msg["kind"].(string)+":"+msg["from"].(map[string]any)["kind"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	if got := kinds("finnshipley", ""); got != "wrapper:system,chat:bot" {
+		t.Errorf("Finn's session = %s", got)
+	}
+	if got := kinds("finnshipley", "?kind=chat"); got != "chat:bot" {
+		t.Errorf("Finn's chat messages = %s", got)
+	}
+	if got := kinds("mattyatlas", ""); got != "chat:human,chat:bot,chat:bot,system:system" {
+		t.Errorf("Matty's session = %s", got)
+	}
+	if got := kinds("mattyatlas", "?kind=system"); got != "system:system" {
+		t.Errorf("Matty's system messages = %s", got)
+	}
+	if status, _ := apiGet(t, m, "/api/v1/sessions/x/messages?kind=weird", m.AdminToken); status != 400 {
+		t.Errorf("bad kind filter: %d", status)
 	}
 	_, list := apiGet(t, m, "/api/v1/delegations?user=web-bryan&status=done", m.AdminToken)
 	if len(items(list)) != 1 {

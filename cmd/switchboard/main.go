@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 
@@ -103,7 +102,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
-	tuneGC(os.Getenv)
 	if path := os.Getenv("SWITCHBOARD_CPUPROFILE"); path != "" {
 		stopProfile, err := startCPUProfile(path)
 		if err != nil {
@@ -140,25 +138,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// gcPercent is the garbage collector's target (GOGC) while serving,
-// unless the GOGC environment variable sets one. The gateway's live heap
-// is small next to what it allocates under load (a message's frames,
-// records and turn), so Go's default of 100 collects often, each cycle
-// scanning every connection's goroutines: 200 halves the cycles for a
-// larger heap between them, about 2–3 KiB more per idle connection
-// (docs/performance.md, round 12).
-const gcPercent = 200
-
-// tuneGC sets the collector's target to gcPercent unless getenv("GOGC")
-// sets one (which the runtime has applied), and says whether it did.
-func tuneGC(getenv func(string) string) bool {
-	if getenv("GOGC") != "" {
-		return false
-	}
-	debug.SetGCPercent(gcPercent)
-	return true
 }
 
 // startCPUProfile writes a CPU profile of the process to path until the

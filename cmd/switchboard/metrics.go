@@ -1,14 +1,16 @@
 package main
 
 import (
+	"context"
+	"math"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/gateway"
-	"github.com/switchboard-chat/switchboard/store"
 )
 
 // brainBuckets are the upper bounds of switchboard_brain_seconds, in
@@ -27,7 +29,6 @@ type observer struct {
 	brain       *prometheus.HistogramVec
 	delegations *prometheus.CounterVec
 	retries     *prometheus.CounterVec
-	turns       *prometheus.CounterVec
 }
 
 var _ gateway.Observer = (*observer)(nil)
@@ -51,7 +52,6 @@ func newObserver() *observer {
 		}, []string{"bot", "kind"}),
 		delegations: counter("switchboard_delegations_total", "Delegation status changes, by status.", "status"),
 		retries:     counter("switchboard_outbox_retries_total", "Deliveries retried, by platform.", "platform"),
-		turns:       counter("switchboard_turns_total", "Turns whose outcome is stored, by path: instant (answered before the message was stored, stored with it) or queued (stored first, then run by the session's worker).", "path"),
 	}
 	reg.MustRegister(o.brain)
 	// A vector with no series is left out of the exposition altogether, so
@@ -62,11 +62,8 @@ func newObserver() *observer {
 		o.out.WithLabelValues(p)
 		o.retries.WithLabelValues(p)
 	}
-	for _, s := range []string{gateway.StatusQueued, gateway.StatusRunning, gateway.StatusDone, gateway.StatusFailed, gateway.StatusRefused} {
+	for _, s := range []string{delegation.StatusQueued, delegation.StatusRunning, delegation.StatusDone, delegation.StatusFailed, delegation.StatusRefused} {
 		o.delegations.WithLabelValues(s)
-	}
-	for _, p := range []string{gateway.PathInstant, gateway.PathQueued} {
-		o.turns.WithLabelValues(p)
 	}
 	return o
 }
@@ -75,38 +72,29 @@ func (o *observer) EventIn(p string)         { o.in.WithLabelValues(p).Inc() }
 func (o *observer) EventOut(p string)        { o.out.WithLabelValues(p).Inc() }
 func (o *observer) Delegation(status string) { o.delegations.WithLabelValues(status).Inc() }
 func (o *observer) OutboxRetry(p string)     { o.retries.WithLabelValues(p).Inc() }
-func (o *observer) TurnDone(path string)     { o.turns.WithLabelValues(path).Inc() }
 func (o *observer) BrainTurn(bot, kind string, d time.Duration) {
 	o.brain.WithLabelValues(bot, kind).Observe(d.Seconds())
 }
 
-// gauge adds the session queue depth, read from the gateway at each scrape.
-// It is called once per observer: a second call panics on the duplicate.
-func (o *observer) gauge(gw *gateway.Gateway) {
+// queueDepthWait bounds the store read behind the queue depth gauge.
+const queueDepthWait = 2 * time.Second
+
+// gauge adds the session queue depth: the turns not yet answered, read
+// from the store at each scrape (NaN when it cannot be read). It is
+// called once per observer: a second call panics on the duplicate.
+func (o *observer) gauge(depth func(context.Context) (int, error)) {
 	o.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "switchboard_session_queue_depth",
 		Help: "Turns queued or running.",
-	}, func() float64 { return float64(gw.QueueDepth()) }))
-}
-
-// writer adds the store's writer counts (store.WriterStats): how busy its
-// one writer is, which is the store's limit under load. It is called once
-// per observer, like gauge.
-func (o *observer) writer(stats func() store.WriterStats) {
-	o.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "switchboard_store_write_batches_total",
-			Help: "Transactions the store's writer has committed (each a batch of writes).",
-		}, func() float64 { return float64(stats().Batches) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "switchboard_store_writes_total",
-			Help: "Writes the store's writer has committed.",
-		}, func() float64 { return float64(stats().Writes) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "switchboard_store_writer_busy_seconds_total",
-			Help: "Time the store's writer has spent running batches; its rate is the writer's utilisation.",
-		}, func() float64 { return stats().Busy.Seconds() }),
-	)
+	}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), queueDepthWait)
+		defer cancel()
+		n, err := depth(ctx)
+		if err != nil {
+			return math.NaN()
+		}
+		return float64(n)
+	}))
 }
 
 // ServeHTTP serves /metrics in the format the scraper asks for (the text

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -14,8 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/switchboard-chat/switchboard/store"
 )
 
 // readMetrics reads metrics in the Prometheus text format into their values
@@ -89,16 +88,13 @@ func leValue(v float64) string {
 // the series the events add.
 func TestObserverMetrics(t *testing.T) {
 	o := newObserver()
-	o.writer(func() store.WriterStats {
-		return store.WriterStats{Batches: 3, Writes: 7, Busy: 1500 * time.Millisecond}
-	})
+	o.gauge(func(context.Context) (int, error) { return 4, nil })
 
 	o.EventIn("web")
 	o.EventIn("web")
 	o.EventOut("telegram")
 	o.Delegation("done")
 	o.OutboxRetry("discord")
-	o.TurnDone("instant")
 	o.BrainTurn("ada", "script", 20*time.Millisecond)
 	o.BrainTurn("ada", "script", 3*time.Second)
 
@@ -114,10 +110,7 @@ func TestObserverMetrics(t *testing.T) {
 		"# TYPE switchboard_brain_seconds histogram",
 		"# TYPE switchboard_delegations_total counter",
 		"# TYPE switchboard_outbox_retries_total counter",
-		"# TYPE switchboard_turns_total counter",
-		"# TYPE switchboard_store_write_batches_total counter",
-		"# TYPE switchboard_store_writes_total counter",
-		"# TYPE switchboard_store_writer_busy_seconds_total counter",
+		"# TYPE switchboard_session_queue_depth gauge",
 		"# HELP switchboard_brain_seconds Time brains take for a turn.",
 		"# HELP switchboard_events_in_total Inbound messages stored, by platform.",
 	} {
@@ -139,8 +132,6 @@ func TestObserverMetrics(t *testing.T) {
 		{`switchboard_delegations_total{status="done"}`, 1},
 		{`switchboard_delegations_total{status="failed"}`, 0},
 		{`switchboard_outbox_retries_total{platform="discord"}`, 1},
-		{`switchboard_turns_total{path="instant"}`, 1},
-		{`switchboard_turns_total{path="queued"}`, 0},
 		{`switchboard_brain_seconds_bucket{bot="ada",kind="script",le="0.005"}`, 0},
 		{`switchboard_brain_seconds_bucket{bot="ada",kind="script",le="0.025"}`, 1},
 		{`switchboard_brain_seconds_bucket{bot="ada",kind="script",le="5"}`, 2},
@@ -148,9 +139,7 @@ func TestObserverMetrics(t *testing.T) {
 		{`switchboard_brain_seconds_bucket{bot="ada",kind="script",le="+Inf"}`, 2},
 		{`switchboard_brain_seconds_count{bot="ada",kind="script"}`, 2},
 		{`switchboard_brain_seconds_sum{bot="ada",kind="script"}`, 3.02},
-		{"switchboard_store_write_batches_total", 3},
-		{"switchboard_store_writes_total", 7},
-		{"switchboard_store_writer_busy_seconds_total", 1.5},
+		{"switchboard_session_queue_depth", 4},
 	} {
 		if got, ok := vals[tt.series]; !ok || math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("%s = %v (present %v), want %v\n%s", tt.series, got, ok, tt.want, body)

@@ -118,7 +118,7 @@ func TestCrossPlatformHandOff(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no reply to Ann's DM")
 	}
-	_, body = apiGet(t, m, "/api/v1/sessions/"+sessions[0]["id"].(string)+"/messages", m.AdminToken)
+	_, body = apiGet(t, m, "/api/v1/sessions/"+sessions[0]["id"].(string)+"/messages?kind=chat", m.AdminToken)
 	var texts []string
 	for _, msg := range items(body) {
 		texts = append(texts, msg["platform"].(string)+":"+msg["text"].(string))

@@ -21,7 +21,7 @@ import (
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/web"
-	"github.com/switchboard-chat/switchboard/store"
+	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).
@@ -45,7 +45,7 @@ type Main struct {
 	AdminToken string
 
 	watcher  *config.Watcher
-	store    *store.SQLite
+	store    *sqlite.Store
 	gw       *gateway.Gateway
 	web      *web.Adapter
 	obs      *observer
@@ -83,20 +83,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	cfg := m.watcher.Current()
 
-	m.store, err = store.Open(ctx, cfg.DatabasePath())
+	m.store, err = sqlite.Open(ctx, cfg.DatabasePath())
 	if err != nil {
 		return err
 	}
-	m.store.SetLogger(m.Logger)
 	tokenKey, err := m.store.Secret(ctx, "web-token", 32)
 	if err != nil {
 		return err
 	}
 
 	m.obs = newObserver()
-	m.gw = gateway.New(gateway.Options{Store: m.store, Logger: m.Logger, Observer: m.obs})
-	m.obs.gauge(m.gw)
-	m.obs.writer(m.store.WriterStats)
+	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs})
+	m.obs.gauge(m.gw.QueueDepth)
 	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.

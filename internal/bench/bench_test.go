@@ -31,8 +31,6 @@ func TestBenchQuick(t *testing.T) {
 		"throughput /ws",
 		"latency p50 / p99 at that load",
 		"latency p50 / p99 at 100 msg/s offered",
-		"store append (AppendInbound, 1 appender)",
-		"store append (AppendInbound, 64 appenders)",
 		"memory per idle /ws connection",
 		"delegation overhead",
 		"start-up, exec → /healthz",
@@ -44,7 +42,6 @@ func TestBenchQuick(t *testing.T) {
 	for _, note := range []string{
 		"over the gateway's closed loops the machine's CPUs were",
 		"2 rounds of 600ms closed loops of the echo server and the gateway, the gateway first in every other round",
-		"the store's writer was busy",
 		"CPUs busy on the two alone",
 	} {
 		if !strings.Contains(out, note) {
@@ -154,11 +151,11 @@ func TestThousands(t *testing.T) {
 func TestRoundsAdd(t *testing.T) {
 	a := loadFigures{
 		closed:    loadResult{completed: 100, answers: 120, window: 4 * time.Second, latencies: []time.Duration{1, 2}},
-		closedUse: usage{wall: 5 * time.Second, server: time.Second, writer: writerStats{batches: 10, writes: 200, busy: time.Second}},
+		closedUse: usage{wall: 5 * time.Second, server: time.Second},
 	}
 	b := loadFigures{
 		closed:    loadResult{completed: 300, answers: 330, window: 4 * time.Second, latencies: []time.Duration{3}, failures: 1, firstFailure: errNoAnswers},
-		closedUse: usage{wall: 5 * time.Second, server: 2 * time.Second, writer: writerStats{batches: 20, writes: 400, busy: time.Second}},
+		closedUse: usage{wall: 5 * time.Second, server: 2 * time.Second},
 	}
 	a.add(b)
 	if got := a.closed.throughput(); got != 50 {
@@ -167,7 +164,7 @@ func TestRoundsAdd(t *testing.T) {
 	if a.closed.answers != 450 || len(a.closed.latencies) != 3 || a.closed.failures != 1 || a.closed.firstFailure != errNoAnswers {
 		t.Errorf("closed = %+v", a.closed)
 	}
-	if u := a.closedUse; u.wall != 10*time.Second || u.server != 3*time.Second || u.writer.batches != 30 || u.writer.writes != 600 || u.writer.busy != 2*time.Second {
+	if u := a.closedUse; u.wall != 10*time.Second || u.server != 3*time.Second {
 		t.Errorf("use = %+v", u)
 	}
 	if got := share(29.96, 100); got != "30.0%" {

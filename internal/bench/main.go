@@ -182,7 +182,6 @@ func (b *bench) run(ctx context.Context) error {
 		fn   func(context.Context) error
 	}{
 		{"web", b.webLoad},
-		{"store", b.storeAppend},
 		{"memory", b.idleMemory},
 		{"delegation", b.delegation},
 		{"startup", b.startup},

@@ -75,7 +75,7 @@ func onBoth[T any](ctx context.Context, b *bench, what string, gatewayFirst bool
 }
 
 // roundUse sums up a gateway's closed loop: its CPU per answered
-// message, how busy the machine and the store's writer were.
+// message and how busy the machine was.
 func (f *loadFigures) roundUse() string {
 	u := f.closedUse
 	s := "no CPU reading"
@@ -84,9 +84,6 @@ func (f *loadFigures) roundUse() string {
 	}
 	if total := u.busy + u.idle; total > 0 {
 		s += fmt.Sprintf(", CPUs %.0f%% busy", u.pct(u.busy))
-	}
-	if u.writer.batches > 0 && u.wall > 0 {
-		s += fmt.Sprintf(", writer %.0f%% busy", 100*u.writer.busy.Seconds()/u.wall.Seconds())
 	}
 	return s
 }
@@ -261,52 +258,13 @@ func (b *bench) webLoad(ctx context.Context) error {
 			b.note("throughput: %s (the CPU and the answers of the whole phase, warm-up included).", c)
 		}
 	}
-	if w, n := g.closedUse.writer, g.closed.answers; n > 0 && w.batches > 0 {
-		b.note("throughput: the store's writer was busy %.0f%% of the gateway's closed loops: %s transactions of %.0f writes on average, %.1f writes per answered message.",
-			100*w.busy.Seconds()/g.closedUse.wall.Seconds(), thousands(int64(w.batches)), w.writes/w.batches, w.writes/float64(n))
-	}
-	if w := g.openUse.writer; w.batches > 0 {
-		b.note("fixed load: the store's writer was busy %.0f%% of the gateway's open loop: %s transactions of %.1f writes on average; the machine's CPUs were %s.",
-			100*w.busy.Seconds()/g.openUse.wall.Seconds(), thousands(int64(w.batches)), w.writes/w.batches, g.openUse.split("gateway"))
-	}
+	b.note("fixed load: over the gateway's open loop the machine's CPUs were %s.", g.openUse.split("gateway"))
 	if et >= 0.9*ceiling {
 		b.note("throughput: the echo figure is at the client ceiling, so it understates the echo server; rerun with more -conns.")
 	}
 	b.note("throughput: %d rounds of %s closed loops of the echo server and the gateway, the gateway first in every other round, each a fresh process; the figures above are over all of them, and by round: %s.",
 		b.opts.rounds, b.opts.duration, strings.Join(rounds, "; "))
 	b.note("latency is send → reply frame (echo: the echoed frame); at fixed load it is measured from each send's scheduled time (open loop, %d connections).", b.opts.rateConns)
-	return nil
-}
-
-// storeAppend compares the gateway store's append rate, one appender and
-// many at once, with a bare insert loop under the same durability
-// settings.
-func (b *bench) storeAppend(ctx context.Context) error {
-	b.progress("store: bare go-sqlite3 inserts for %s", b.opts.duration)
-	bare, m, err := bareInsertRate(ctx, b.tmp, b.opts.duration)
-	if err != nil {
-		return err
-	}
-	for _, workers := range []int{1, storeWorkers} {
-		b.progress("store: AppendInbound from %d goroutines for %s", workers, b.opts.duration)
-		got, n, err := appendRate(ctx, b.tmp, b.opts.duration, workers)
-		if err != nil {
-			return err
-		}
-		name := "store append (AppendInbound, 1 appender)"
-		if workers > 1 {
-			name = fmt.Sprintf("store append (AppendInbound, %d appenders)", workers)
-		}
-		b.rows = append(b.rows, row{
-			name:     name,
-			value:    rate(got),
-			baseline: fmt.Sprintf("bare insert %s (store = %.0f%%)", rate(bare), 100*got/bare),
-			target:   "—",
-			verdict:  "—",
-		})
-		b.note("store: %s appends from %d goroutine(s): web messages with one turn each over %d visitors.", thousands(int64(n)), workers, storeUsers)
-	}
-	b.note("store baseline: %s one-row transactions, one goroutine; both WAL, synchronous=NORMAL, one writer connection.", thousands(int64(m)))
 	return nil
 }
 

@@ -3,14 +3,11 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/switchboard-chat/switchboard/metrics"
 )
 
 // usage is who used the machine's CPUs: a reading, cumulative, or what
@@ -21,15 +18,6 @@ type usage struct {
 	// busy and idle are the machine's CPU time (all CPUs, from
 	// /proc/stat); server the server process's; client this process's.
 	busy, idle, server, client time.Duration
-	// writer is the gateway's store writer (zero for the echo server, and
-	// for a gateway without the counters).
-	writer writerStats
-}
-
-// writerStats are the gateway's store writer counters (/metrics).
-type writerStats struct {
-	batches, writes float64
-	busy            time.Duration
 }
 
 // benchStart is when the readings' wall clock starts.
@@ -50,11 +38,6 @@ func readUsage(s *server) (usage, error) {
 		return u, err
 	}
 	u.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	if s.metrics {
-		// A gateway built before the writer counters has none: its notes
-		// then leave the writer out.
-		u.writer, _ = s.writerStats()
-	}
 	return u, nil
 }
 
@@ -64,11 +47,6 @@ func (u usage) since(before usage) usage {
 		wall: u.wall - before.wall,
 		busy: u.busy - before.busy, idle: u.idle - before.idle,
 		server: u.server - before.server, client: u.client - before.client,
-		writer: writerStats{
-			batches: u.writer.batches - before.writer.batches,
-			writes:  u.writer.writes - before.writer.writes,
-			busy:    u.writer.busy - before.writer.busy,
-		},
 	}
 }
 
@@ -78,11 +56,6 @@ func (u usage) plus(o usage) usage {
 		wall: u.wall + o.wall,
 		busy: u.busy + o.busy, idle: u.idle + o.idle,
 		server: u.server + o.server, client: u.client + o.client,
-		writer: writerStats{
-			batches: u.writer.batches + o.writer.batches,
-			writes:  u.writer.writes + o.writer.writes,
-			busy:    u.writer.busy + o.writer.busy,
-		},
 	}
 }
 
@@ -154,27 +127,4 @@ func machineCPU() (busy, idle time.Duration, err error) {
 	const tick = time.Second / 100
 	busyTicks := ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
 	return time.Duration(busyTicks) * tick, time.Duration(ticks[3]+ticks[4]) * tick, nil
-}
-
-// writerStats reads the gateway's store writer counters from /metrics.
-func (s *server) writerStats() (writerStats, error) {
-	resp, err := http.Get("http://" + s.addr + "/metrics")
-	if err != nil {
-		return writerStats{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return writerStats{}, fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	vals, err := metrics.ReadText(resp.Body)
-	if err != nil {
-		return writerStats{}, err
-	}
-	batches, ok1 := vals["switchboard_store_write_batches_total"]
-	writes, ok2 := vals["switchboard_store_writes_total"]
-	busy, ok3 := vals["switchboard_store_writer_busy_seconds_total"]
-	if !ok1 || !ok2 || !ok3 {
-		return writerStats{}, fmt.Errorf("/metrics: the store writer counters are missing")
-	}
-	return writerStats{batches: batches, writes: writes, busy: time.Duration(busy * float64(time.Second))}, nil
 }

@@ -1,47 +1,72 @@
-// Package deptest keeps Switchboard's dependencies pointing inward: the core
-// packages know no platform, brain kind, SQL driver or config loader.
+// Package deptest keeps Switchboard's dependencies pointing inward. Each
+// package may import only the project's packages listed for it: the core
+// (chat, identity, delegation, outbox, sessions, gateway) knows no
+// platform, brain kind, store or config loader, and sessions and the
+// outbox know no store; adapters, brains and stores know the core's
+// types. The core also imports no SQL driver, config library or
+// WebSocket library.
 package deptest
 
 import (
 	"go/build"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/switchboard-chat/switchboard/"
 
-// forbidden lists, per core package, the imports it must never have.
-var forbidden = map[string][]string{
-	"gateway":            {module + "platforms", module + "brains/", module + "store", module + "config", module + "cmd", "database/sql", "github.com/mattn/go-sqlite3", "github.com/spf13/viper", "github.com/gorilla/websocket"},
-	"identity":           {module + "gateway", module + "platforms", module + "brains", module + "store", module + "config", "database/sql"},
-	"brains":             {module},
-	"delegation":         {module},
-	"config":             {module + "gateway", module + "platforms", module + "brains", module + "store", "database/sql"},
-	"store":              {module + "platforms", module + "brains", module + "config", module + "cmd"},
-	"platforms/web":      {module + "store", module + "brains", module + "config", module + "cmd", "database/sql"},
-	"platforms/discord":  {module + "store", module + "brains", module + "config", module + "cmd", module + "platforms/", "database/sql"},
-	"platforms/telegram": {module + "store", module + "brains", module + "config", module + "cmd", module + "platforms/", "database/sql"},
-	"brains/script":      {module + "gateway", module + "store", module + "config", module + "platforms", module + "cmd"},
-	"brains/exec":        {module + "gateway", module + "store", module + "config", module + "platforms", module + "cmd"},
-	"brains/openai":      {module + "gateway", module + "store", module + "config", module + "platforms", module + "cmd"},
-	"brains/prompt":      {module + "gateway", module + "store", module + "config", module + "platforms", module + "cmd"},
-	"api":                {module + "store", module + "platforms", module + "brains", module + "config", module + "cmd", "database/sql"},
+// allowed lists, per package, the project's packages it may import.
+var allowed = map[string][]string{
+	"chat":               nil,
+	"identity":           nil,
+	"brains":             nil,
+	"config":             nil,
+	"delegation":         {"chat"},
+	"outbox":             {"chat", "delegation"},
+	"sessions":           {"chat", "delegation", "outbox"},
+	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions"},
+	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "sessions"},
+	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "sessions"},
+	"api":                {"chat", "delegation", "gateway", "identity", "sessions"},
+	"platforms/web":      {"chat", "delegation", "gateway", "outbox"},
+	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
+	"platforms/discord":  {"chat", "delegation", "gateway", "outbox"},
+	"brains/script":      {"brains"},
+	"brains/prompt":      {"brains"},
+	"brains/exec":        {"brains", "brains/prompt"},
+	"brains/openai":      {"brains", "brains/prompt"},
 }
 
-func TestCoreImportsPointInward(t *testing.T) {
+// core lists the packages that must stay free of drivers and libraries of
+// the outside world, which forbiddenOutside names.
+var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains"}
+
+var forbiddenOutside = []string{
+	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",
+	"github.com/spf13/viper", "github.com/gorilla/websocket",
+	"github.com/go-telegram/bot", "github.com/bwmarrin/discordgo",
+}
+
+func TestImportsPointInward(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	for pkg, banned := range forbidden {
+	for pkg, ok := range allowed {
 		p, err := build.ImportDir(filepath.Join(root, pkg), 0)
 		if err != nil {
 			t.Fatalf("%s: %v", pkg, err)
 		}
 		for _, imp := range p.Imports {
-			for _, b := range banned {
-				if imp == b || strings.HasPrefix(imp, b) && (strings.HasSuffix(b, "/") || strings.HasPrefix(imp[len(b):], "/")) {
-					t.Errorf("%s imports %s, which it must not", pkg, imp)
+			if own, isOwn := strings.CutPrefix(imp, module); isOwn && !slices.Contains(ok, own) {
+				t.Errorf("%s imports %s, which it must not (allowed: %v)", pkg, own, ok)
+			}
+			if slices.Contains(core, pkg) {
+				for _, b := range forbiddenOutside {
+					if imp == b || strings.HasPrefix(imp, b+"/") {
+						t.Errorf("%s imports %s, which the core must not", pkg, imp)
+					}
 				}
 			}
 		}

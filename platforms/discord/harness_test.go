@@ -13,7 +13,8 @@ import (
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/discord/discordtest"
-	"github.com/switchboard-chat/switchboard/store"
+	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 // Two bots with Discord accounts on the fake.
@@ -39,7 +40,7 @@ type env struct {
 	srv   *discordtest.Server
 	p     *discord.Platform
 	gw    *gateway.Gateway
-	store *store.SQLite
+	store *sqlite.Store
 }
 
 // in returns e reporting to t (a subtest).
@@ -71,13 +72,13 @@ func newEnvOn(t *testing.T, srv *discordtest.Server, opts discord.Options, bots 
 	t.Helper()
 	srv.AddBot(mattyToken, mattyUser, "matty")
 	srv.AddBot(finnToken, finnUser, "finn")
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "sb.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, srv: srv, store: st}
 	logger := testLogger()
-	e.gw = gateway.New(gateway.Options{Store: st, Logger: logger})
+	e.gw = gateway.New(gateway.Options{Store: st, Sessions: st, Outbox: st, Logger: logger})
 	e.gw.SetRoster(gateway.NewRoster([]*gateway.Bot{scriptBot(t, "matty", "Matty"), scriptBot(t, "finn", "Finn")}))
 	if opts.Logger == nil {
 		opts.Logger = logger
@@ -150,7 +151,7 @@ func scriptBot(t *testing.T, id, name string) *gateway.Bot {
 	}
 	return &gateway.Bot{
 		ID: id, Name: name, Brain: brain, BrainKind: "script", Platforms: []string{gateway.PlatformDiscord},
-		SessionScope: gateway.ScopeUser, Timeout: 5 * time.Second,
+		SessionScope: sessions.ScopeUser, Timeout: 5 * time.Second,
 	}
 }
 

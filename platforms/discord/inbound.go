@@ -6,6 +6,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 )
 
@@ -21,7 +22,7 @@ func (c *botConn) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 	if !ok {
 		return
 	}
-	if ev.ChatType == gateway.ChatPrivate {
+	if ev.ChatType == chat.Private {
 		c.p.rememberDM(c.cfg.BotID, m.Author.ID, m.ChannelID)
 	}
 	rcpt, err := c.host.Deliver(c.ctx, ev)
@@ -62,7 +63,7 @@ func (p *Platform) event(bot, self string, m *discordgo.Message) (ev gateway.Eve
 		Platform:  gateway.PlatformDiscord,
 		Bot:       bot,
 		ChatID:    m.ChannelID,
-		ChatType:  gateway.ChatGroup,
+		ChatType:  chat.Group,
 		MessageID: m.ID,
 		Sender: gateway.Sender{
 			PlatformID: PlatformID(m.Author.ID),
@@ -74,7 +75,7 @@ func (p *Platform) event(bot, self string, m *discordgo.Message) (ev gateway.Eve
 		Time:     m.Timestamp,
 	}
 	if m.GuildID == "" {
-		ev.ChatType = gateway.ChatPrivate
+		ev.ChatType = chat.Private
 	}
 	if r := m.MessageReference; r != nil && (r.ChannelID == "" || r.ChannelID == m.ChannelID) {
 		ev.ReplyTo = r.MessageID

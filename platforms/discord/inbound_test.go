@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/discord/discordtest"
 )
@@ -32,7 +32,7 @@ func TestDirectMessageIsAnswered(t *testing.T) {
 	if n := e.srv.Typing(m.ChannelID); n == 0 {
 		t.Error("no typing indicator in the channel")
 	}
-	if err := e.p.Typing(context.Background(), "nobody", m.ChannelID); !errors.Is(err, gateway.ErrPermanent) {
+	if err := e.p.Typing(context.Background(), "nobody", m.ChannelID); !errors.Is(err, outbox.ErrPermanent) {
 		t.Errorf("Typing for an unknown bot: %v, want ErrPermanent", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 )
 
@@ -70,7 +71,7 @@ func FuzzMentions(f *testing.F) {
 			}
 			prev = m.End
 		}
-		ev := gateway.Event{Platform: "discord", ChatID: "c", ChatType: gateway.ChatGroup, MessageID: "m",
+		ev := gateway.Event{Platform: "discord", ChatID: "c", ChatType: chat.Group, MessageID: "m",
 			Sender: gateway.Sender{PlatformID: "discord-1"}, Text: text + "x", Mentions: parseMentions(text, bots)}
 		if err := ev.Validate(); err != nil {
 			t.Fatalf("event with parsed mentions is invalid: %v", err)

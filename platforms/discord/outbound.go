@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 )
 
 // defaultRetryAfter is the wait for a 429 that names none.
@@ -23,12 +24,12 @@ const defaultRetryAfter = time.Second
 // channel msg.ChatID as msg.Bot, as a reply to msg.ReplyTo when set, and
 // returns the new message's ID. Sends are paced per bot and channel.
 //
-// Errors: a 429 is a *gateway.RetryAfterError with Discord's retry_after
+// Errors: a 429 is a *outbox.RetryAfterError with Discord's retry_after
 // (from the body, else X-RateLimit-Reset-After, else Retry-After); 400,
-// 401, 403, 404 and other 4xx wrap gateway.ErrPermanent, as does an unknown
+// 401, 403, 404 and other 4xx wrap outbox.ErrPermanent, as does an unknown
 // bot; 5xx, timeouts and connection errors are plain errors for the
 // outbox to retry with backoff.
-func (p *Platform) Send(ctx context.Context, msg gateway.Outbound) (string, error) {
+func (p *Platform) Send(ctx context.Context, msg outbox.Entry) (string, error) {
 	c, err := p.conn(msg.Bot)
 	if err != nil {
 		return "", fmt.Errorf("discord send: %w", err)
@@ -147,14 +148,14 @@ func classify(op string, err error, pr *probe) error {
 		if rl != nil && rl.RateLimit != nil && rl.TooManyRequests != nil {
 			body = rl.RetryAfter
 		}
-		return &gateway.RetryAfterError{After: retryAfter(body, header), Err: fmt.Errorf("%s: %w", op, err)}
+		return &outbox.RetryAfterError{After: retryAfter(body, header), Err: fmt.Errorf("%s: %w", op, err)}
 	}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil {
 		status = re.Response.StatusCode
 	}
 	if status >= 400 && status < 500 && status != http.StatusRequestTimeout {
-		return fmt.Errorf("%s: %w: %w", op, gateway.ErrPermanent, err)
+		return fmt.Errorf("%s: %w: %w", op, outbox.ErrPermanent, err)
 	}
 	// 5xx (discordgo reports a 502 as "Exceeded Max retries"), timeouts,
 	// connection errors: retried by the outbox.

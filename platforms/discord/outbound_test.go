@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/discord/discordtest"
 )
@@ -129,8 +129,8 @@ func TestSendErrors(t *testing.T) {
 				tt.inject()
 			}
 			channel := fmt.Sprint(7000 + i)
-			id, err := tt.p.Send(context.Background(), gateway.Outbound{Bot: tt.bot, ChatID: channel, Text: "hi"})
-			var ra *gateway.RetryAfterError
+			id, err := tt.p.Send(context.Background(), outbox.Entry{Bot: tt.bot, ChatID: channel, Text: "hi"})
+			var ra *outbox.RetryAfterError
 			switch tt.want {
 			case ok:
 				if err != nil || id == "" {
@@ -141,11 +141,11 @@ func TestSendErrors(t *testing.T) {
 					t.Fatalf("Send error = %v; want RetryAfterError after %s", err, tt.wantDur)
 				}
 			case retry:
-				if err == nil || errors.As(err, &ra) || errors.Is(err, gateway.ErrPermanent) {
+				if err == nil || errors.As(err, &ra) || errors.Is(err, outbox.ErrPermanent) {
 					t.Fatalf("Send error = %v; want a plain, retryable error", err)
 				}
 			case permanent:
-				if !errors.Is(err, gateway.ErrPermanent) {
+				if !errors.Is(err, outbox.ErrPermanent) {
 					t.Fatalf("Send error = %v; want ErrPermanent", err)
 				}
 			}
@@ -171,8 +171,8 @@ func TestRetryAfterFromHeaders(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	p := discord.New(discord.Options{Logger: testLogger()})
 	p.Configure([]discord.BotConfig{{BotID: "matty", Token: "t", APIURL: "http://" + ln.Addr().String()}})
-	_, err = p.Send(context.Background(), gateway.Outbound{Bot: "matty", ChatID: "1", Text: "hi"})
-	var ra *gateway.RetryAfterError
+	_, err = p.Send(context.Background(), outbox.Entry{Bot: "matty", ChatID: "1", Text: "hi"})
+	var ra *outbox.RetryAfterError
 	if !errors.As(err, &ra) || ra.After != 2500*time.Millisecond {
 		t.Fatalf("Send error = %v; want RetryAfterError after 2.5s", err)
 	}
@@ -201,7 +201,7 @@ func TestPrivateChat(t *testing.T) {
 		t.Errorf("%d DM channels opened, want 1 (cached)", n)
 	}
 	// The bot can write first.
-	if _, err := p.Send(ctx, gateway.Outbound{Bot: "matty", ChatID: ch, Text: "hello from matty"}); err != nil {
+	if _, err := p.Send(ctx, outbox.Entry{Bot: "matty", ChatID: ch, Text: "hello from matty"}); err != nil {
 		t.Fatal(err)
 	}
 	if sent := srv.Sent(); len(sent) != 1 || sent[0].ChannelID != ch {
@@ -213,7 +213,7 @@ func TestPrivateChat(t *testing.T) {
 			t.Errorf("PrivateChat(%q) succeeded, want an error", pid)
 		}
 	}
-	if _, err := p.PrivateChat(ctx, "nobody", "discord-777"); !errors.Is(err, gateway.ErrPermanent) {
+	if _, err := p.PrivateChat(ctx, "nobody", "discord-777"); !errors.Is(err, outbox.ErrPermanent) {
 		t.Errorf("PrivateChat for an unknown bot: %v, want ErrPermanent", err)
 	}
 }
@@ -230,7 +230,7 @@ func TestSendPacesPerChannel(t *testing.T) {
 	p.Configure([]discord.BotConfig{{BotID: "matty", Token: mattyToken, APIURL: srv.APIURL()}})
 	ctx := context.Background()
 	send := func(ctx context.Context, ch string) error {
-		_, err := p.Send(ctx, gateway.Outbound{Bot: "matty", ChatID: ch, Text: "x"})
+		_, err := p.Send(ctx, outbox.Entry{Bot: "matty", ChatID: ch, Text: "x"})
 		return err
 	}
 	start := time.Now()

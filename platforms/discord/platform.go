@@ -1,14 +1,14 @@
 // Package discord is Switchboard's Discord platform: one adapter that
 // multiplexes a gateway connection and a REST client per bot, built on
 // github.com/bwmarrin/discordgo. It implements gateway.Platform,
-// gateway.Typer, gateway.PrivateChatter and gateway.MessageLimiter.
+// gateway.Typer, gateway.PrivateChatter and outbox.MessageLimiter.
 //
 // Inbound, every MESSAGE_CREATE a bot receives (guild messages, direct
 // messages, with message content) becomes one gateway.Event, handed to the
 // host in the order the gateway dispatched it. Outbound, Send posts one
 // message, paced per channel, and classifies failures for the outbox: a
-// 429 is a *gateway.RetryAfterError, a 4xx other than 408/429 wraps
-// gateway.ErrPermanent, anything else is retried by the outbox.
+// 429 is a *outbox.RetryAfterError, a 4xx other than 408/429 wraps
+// outbox.ErrPermanent, anything else is retried by the outbox.
 //
 // Retries belong to the outbox alone: each bot's discordgo session has
 // ShouldRetryOnRateLimit off and MaxRestRetries 0, so a failed request
@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 )
 
 // MaxMessageLength is Discord's limit on a message's content.
@@ -94,7 +95,7 @@ var (
 	_ gateway.Platform       = (*Platform)(nil)
 	_ gateway.Typer          = (*Platform)(nil)
 	_ gateway.PrivateChatter = (*Platform)(nil)
-	_ gateway.MessageLimiter = (*Platform)(nil)
+	_ outbox.MessageLimiter  = (*Platform)(nil)
 )
 
 // New returns an adapter with no bots; call Configure and Run.
@@ -122,7 +123,7 @@ func New(opts Options) *Platform {
 // Name implements gateway.Platform.
 func (p *Platform) Name() string { return gateway.PlatformDiscord }
 
-// MaxMessageLength implements gateway.MessageLimiter.
+// MaxMessageLength implements outbox.MessageLimiter.
 func (p *Platform) MaxMessageLength() int { return MaxMessageLength }
 
 // Configure sets the bots the adapter serves, replacing the previous set;
@@ -229,7 +230,7 @@ func (p *Platform) conn(bot string) (*botConn, error) {
 	defer p.mu.Unlock()
 	c, ok := p.bots[bot]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q is not a Discord bot here", gateway.ErrPermanent, bot)
+		return nil, fmt.Errorf("%w: %q is not a Discord bot here", outbox.ErrPermanent, bot)
 	}
 	return c, nil
 }

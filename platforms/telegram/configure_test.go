@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/telegram/telegramtest"
 )
@@ -54,8 +54,8 @@ func TestConfigureWhileRunning(t *testing.T) {
 		if !h.fake.WaitFor(waitLong, func() bool { return !h.fake.Polling(tok2) }) {
 			t.Fatal("tg2 still polls")
 		}
-		_, err := h.p.Send(context.Background(), gateway.Outbound{Bot: "tg2", ChatID: "5001", Text: "x"})
-		if !errors.Is(err, gateway.ErrPermanent) {
+		_, err := h.p.Send(context.Background(), outbox.Entry{Bot: "tg2", ChatID: "5001", Text: "x"})
+		if !errors.Is(err, outbox.ErrPermanent) {
 			t.Fatalf("send as a removed bot: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)

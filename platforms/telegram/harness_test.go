@@ -14,7 +14,8 @@ import (
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/telegram/telegramtest"
-	"github.com/switchboard-chat/switchboard/store"
+	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 // Two bots: tg1 is @tg1_bot (user 1001), tg2 is @tg2_bot (user 1002).
@@ -43,7 +44,7 @@ var testLimits = telegram.Limits{PerChat: telegram.Rate{N: -1}, PerGroup: telegr
 type harness struct {
 	t     *testing.T
 	fake  *telegramtest.Server
-	store *store.SQLite
+	store *sqlite.Store
 	gw    *gateway.Gateway
 	p     *telegram.Platform
 	// hook serves p.Handler() on loopback, as gateway.listen would.
@@ -76,7 +77,7 @@ func newHarnessHost(t *testing.T, opts telegram.Options, wrap func(gateway.Host)
 	h.fake.AddBot(tok2, 1002, "tg2_bot")
 
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "sb.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func newHarnessHost(t *testing.T, opts telegram.Options, wrap func(gateway.Host)
 	if testing.Verbose() {
 		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	h.gw = gateway.New(gateway.Options{Store: st, Logger: logger})
+	h.gw = gateway.New(gateway.Options{Store: st, Sessions: st, Outbox: st, Logger: logger})
 	h.gw.SetRoster(gateway.NewRoster([]*gateway.Bot{testBot(t, "tg1"), testBot(t, "tg2")}))
 
 	opts.Logger = logger
@@ -173,7 +174,7 @@ func testBot(t *testing.T, id string) *gateway.Bot {
 		t.Fatal(err)
 	}
 	return &gateway.Bot{ID: id, Name: id, Brain: brain, BrainKind: "script", Platforms: []string{gateway.PlatformTelegram},
-		SessionScope: gateway.ScopeUser, Timeout: 5 * time.Second}
+		SessionScope: sessions.ScopeUser, Timeout: 5 * time.Second}
 }
 
 // next waits for the bot's next sent message.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 )
 
@@ -56,12 +57,12 @@ func toEvent(botID string, me *models.User, dir directory, upd *models.Update) (
 	if m.From == nil || m.From.ID == 0 || m.ID <= 0 || (me != nil && m.From.ID == me.ID) {
 		return ev, false
 	}
-	var typ gateway.ChatType
+	var typ chat.Type
 	switch m.Chat.Type {
 	case models.ChatTypePrivate:
-		typ = gateway.ChatPrivate
+		typ = chat.Private
 	case models.ChatTypeGroup, models.ChatTypeSupergroup:
-		typ = gateway.ChatGroup
+		typ = chat.Group
 	default:
 		return ev, false
 	}

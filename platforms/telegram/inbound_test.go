@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/platforms/telegram/telegramtest"
 )
@@ -51,27 +52,27 @@ func TestToEvent(t *testing.T) {
 		name     string
 		upd      telegramtest.Update
 		skip     bool
-		typ      gateway.ChatType
+		typ      chat.Type
 		mentions []gateway.Mention
 	}{
-		{name: "private", upd: telegramtest.Private(alice, "hello"), typ: gateway.ChatPrivate},
-		{name: "group plain", upd: telegramtest.Group(team, alice, "just chatting"), typ: gateway.ChatGroup},
-		{name: "mention after emoji", upd: telegramtest.Group(team, alice, emoji, telegramtest.MentionOf(emoji, "@tg1_bot")), typ: gateway.ChatGroup,
+		{name: "private", upd: telegramtest.Private(alice, "hello"), typ: chat.Private},
+		{name: "group plain", upd: telegramtest.Group(team, alice, "just chatting"), typ: chat.Group},
+		{name: "mention after emoji", upd: telegramtest.Group(team, alice, emoji, telegramtest.MentionOf(emoji, "@tg1_bot")), typ: chat.Group,
 			mentions: []gateway.Mention{{Start: 16, End: 24, Name: "tg1_bot", Bot: "tg1"}}},
-		{name: "mentions of two bots", upd: telegramtest.Group(team, alice, other, telegramtest.Entities(other)...), typ: gateway.ChatGroup,
+		{name: "mentions of two bots", upd: telegramtest.Group(team, alice, other, telegramtest.Entities(other)...), typ: chat.Group,
 			mentions: []gateway.Mention{{Start: 0, End: 8, Name: "tg2_bot", Bot: "tg2"}, {Start: 13, End: 21, Name: "tg1_bot", Bot: "tg1"}}},
-		{name: "mention of a person", upd: telegramtest.Group(team, alice, "@someone hi", telegramtest.MentionOf("@someone hi", "@someone")), typ: gateway.ChatGroup,
+		{name: "mention of a person", upd: telegramtest.Group(team, alice, "@someone hi", telegramtest.MentionOf("@someone hi", "@someone")), typ: chat.Group,
 			mentions: []gateway.Mention{{Start: 0, End: 8, Name: "someone"}}},
-		{name: "text mention", upd: telegramtest.Group(team, alice, textMention, telegramtest.TextMentionOf(textMention, "Tg One", telegramtest.User{ID: 1001, IsBot: true, FirstName: "Tg One"})), typ: gateway.ChatGroup,
+		{name: "text mention", upd: telegramtest.Group(team, alice, textMention, telegramtest.TextMentionOf(textMention, "Tg One", telegramtest.User{ID: 1001, IsBot: true, FirstName: "Tg One"})), typ: chat.Group,
 			mentions: []gateway.Mention{{Start: 0, End: 6, Bot: "tg1"}}},
-		{name: "text mention of a person without username", upd: telegramtest.Group(team, alice, textMention, telegramtest.TextMentionOf(textMention, "Tg One", telegramtest.User{ID: 9, FirstName: "Tg One"})), typ: gateway.ChatGroup},
-		{name: "entity off the text", upd: telegramtest.Group(team, alice, "hi", telegramtest.Entity{Type: "mention", Offset: 1, Length: 9}), typ: gateway.ChatGroup},
-		{name: "entity inside a surrogate pair", upd: telegramtest.Group(team, alice, "🎉@tg1_bot", telegramtest.Entity{Type: "mention", Offset: 1, Length: 3}), typ: gateway.ChatGroup},
-		{name: "command for this bot", upd: telegramtest.Group(team, alice, "/tg1@tg1_bot go"), typ: gateway.ChatGroup},
-		{name: "command for this bot, other case", upd: telegramtest.Group(team, alice, "/tg1@TG1_Bot go"), typ: gateway.ChatGroup},
+		{name: "text mention of a person without username", upd: telegramtest.Group(team, alice, textMention, telegramtest.TextMentionOf(textMention, "Tg One", telegramtest.User{ID: 9, FirstName: "Tg One"})), typ: chat.Group},
+		{name: "entity off the text", upd: telegramtest.Group(team, alice, "hi", telegramtest.Entity{Type: "mention", Offset: 1, Length: 9}), typ: chat.Group},
+		{name: "entity inside a surrogate pair", upd: telegramtest.Group(team, alice, "🎉@tg1_bot", telegramtest.Entity{Type: "mention", Offset: 1, Length: 3}), typ: chat.Group},
+		{name: "command for this bot", upd: telegramtest.Group(team, alice, "/tg1@tg1_bot go"), typ: chat.Group},
+		{name: "command for this bot, other case", upd: telegramtest.Group(team, alice, "/tg1@TG1_Bot go"), typ: chat.Group},
 		{name: "command for another bot", upd: telegramtest.Group(team, alice, "/tg1@tg2_bot go"), skip: true},
 		{name: "command for another bot in private", upd: telegramtest.Private(alice, "/start@other_bot"), skip: true},
-		{name: "caption", upd: telegramtest.Group(team, alice, "@tg1_bot look", telegramtest.MentionOf("@tg1_bot look", "@tg1_bot")).WithCaption(), typ: gateway.ChatGroup,
+		{name: "caption", upd: telegramtest.Group(team, alice, "@tg1_bot look", telegramtest.MentionOf("@tg1_bot look", "@tg1_bot")).WithCaption(), typ: chat.Group,
 			mentions: []gateway.Mention{{Start: 0, End: 8, Name: "tg1_bot", Bot: "tg1"}}},
 		{name: "own message", upd: telegramtest.Group(team, telegramtest.User{ID: 1001, IsBot: true, FirstName: "Tg One"}, "@tg1_bot hi"), skip: true},
 		{name: "edited", upd: telegramtest.Private(alice, "hello").Edited(3), skip: true},

@@ -11,33 +11,35 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 )
 
 // MaxMessageLength is Telegram's limit on a message's text, in UTF-16
 // code units.
 const MaxMessageLength = 4096
 
-// MaxMessageLength implements gateway.MessageLimiter: the outbox splits
+// MaxMessageLength implements outbox.MessageLimiter: the outbox splits
 // longer replies before Send.
 func (p *Platform) MaxMessageLength() int { return MaxMessageLength }
 
 // Send implements gateway.Platform: it sends msg.Text to msg.ChatID as the
 // bot msg.Bot, answering msg.ReplyTo when set (and still sending when that
 // message is gone), after waiting for the pacer. It returns the new
-// message's ID. Errors: *gateway.RetryAfterError when Telegram asks to
-// wait; gateway.ErrPermanent for an unknown bot or chat, a bot blocked or
+// message's ID. Errors: *outbox.RetryAfterError when Telegram asks to
+// wait; outbox.ErrPermanent for an unknown bot or chat, a bot blocked or
 // kicked, a rejected request; anything else (5xx, timeouts, connection
 // errors) is worth retrying.
-func (p *Platform) Send(ctx context.Context, msg gateway.Outbound) (string, error) {
+func (p *Platform) Send(ctx context.Context, msg outbox.Entry) (string, error) {
 	c, err := p.sender(msg.Bot)
 	if err != nil {
 		return "", err
 	}
 	if msg.ChatID == "" {
-		return "", fmt.Errorf("telegram send: no chat: %w", gateway.ErrPermanent)
+		return "", fmt.Errorf("telegram send: no chat: %w", outbox.ErrPermanent)
 	}
-	group := msg.ChatType == gateway.ChatGroup || strings.HasPrefix(msg.ChatID, "-")
+	group := msg.ChatType == chat.Group || strings.HasPrefix(msg.ChatID, "-")
 	if err := p.pacer.wait(ctx, msg.Bot, msg.ChatID, group); err != nil {
 		return "", fmt.Errorf("telegram send: %w", err)
 	}
@@ -96,7 +98,7 @@ func (p *Platform) sender(botID string) (*conn, error) {
 		// Replies resumed before the bots are known are retried later.
 		return nil, errors.New("telegram: bots not configured yet")
 	}
-	return nil, fmt.Errorf("telegram: bot %q is not on Telegram: %w", botID, gateway.ErrPermanent)
+	return nil, fmt.Errorf("telegram: bot %q is not on Telegram: %w", botID, outbox.ErrPermanent)
 }
 
 // classify maps a client error onto the outbox's retry policy.
@@ -109,13 +111,13 @@ func classify(op string, err error) error {
 		if after <= 0 {
 			after = time.Second
 		}
-		return &gateway.RetryAfterError{After: after, Err: fmt.Errorf("telegram %s: %w", op, err)}
+		return &outbox.RetryAfterError{After: after, Err: fmt.Errorf("telegram %s: %w", op, err)}
 	case errors.As(err, &migrated),
 		errors.Is(err, bot.ErrorBadRequest),   // chat not found, text rejected
 		errors.Is(err, bot.ErrorForbidden),    // blocked, kicked, never started
 		errors.Is(err, bot.ErrorUnauthorized), // token revoked
 		errors.Is(err, bot.ErrorNotFound):     // the API does not know the token
-		return fmt.Errorf("telegram %s: %w: %w", op, gateway.ErrPermanent, err)
+		return fmt.Errorf("telegram %s: %w: %w", op, outbox.ErrPermanent, err)
 	}
 	return fmt.Errorf("telegram %s: %w", op, err)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/telegram/telegramtest"
 )
@@ -55,7 +55,7 @@ func TestSendErrors(t *testing.T) {
 	fake.AddChat(tok1, telegramtest.PrivateChat(bob))
 	fake.Block(tok1, bob.ID)
 	p := telegram.New(telegram.Options{Limits: testLimits, SendTimeout: 200 * time.Millisecond})
-	if _, err := p.Send(context.Background(), gateway.Outbound{Bot: "tg1", ChatID: "5001", Text: "hi"}); err == nil || errors.Is(err, gateway.ErrPermanent) {
+	if _, err := p.Send(context.Background(), outbox.Entry{Bot: "tg1", ChatID: "5001", Text: "hi"}); err == nil || errors.Is(err, outbox.ErrPermanent) {
 		t.Fatalf("before Configure: %v, want a temporary error", err)
 	}
 	p.Configure([]telegram.BotConfig{{BotID: "tg1", Token: tok1, APIURL: fake.URL}})
@@ -93,23 +93,23 @@ func TestSendErrors(t *testing.T) {
 			if tt.chat != 0 {
 				chat = tt.chat
 			}
-			_, err := p.Send(context.Background(), gateway.Outbound{Bot: bot, ChatID: strconv.FormatInt(chat, 10), Text: "hi"})
-			var ra *gateway.RetryAfterError
+			_, err := p.Send(context.Background(), outbox.Entry{Bot: bot, ChatID: strconv.FormatInt(chat, 10), Text: "hi"})
+			var ra *outbox.RetryAfterError
 			switch {
 			case err == nil:
 				t.Fatal("no error")
 			case tt.want == wait && (!errors.As(err, &ra) || ra.After != tt.after):
 				t.Fatalf("%v, want retry after %s", err, tt.after)
-			case tt.want == permanent && !errors.Is(err, gateway.ErrPermanent):
+			case tt.want == permanent && !errors.Is(err, outbox.ErrPermanent):
 				t.Fatalf("%v, want permanent", err)
-			case tt.want == retry && (errors.Is(err, gateway.ErrPermanent) || errors.As(err, &ra)):
+			case tt.want == retry && (errors.Is(err, outbox.ErrPermanent) || errors.As(err, &ra)):
 				t.Fatalf("%v, want a plain error", err)
 			}
 		})
 	}
 
 	t.Run("success", func(t *testing.T) {
-		id, err := p.Send(context.Background(), gateway.Outbound{Bot: "tg1", ChatID: "5001", Text: "hi", ReplyTo: "999"})
+		id, err := p.Send(context.Background(), outbox.Entry{Bot: "tg1", ChatID: "5001", Text: "hi", ReplyTo: "999"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestSendIsPaced(t *testing.T) {
 	p.Configure([]telegram.BotConfig{{BotID: "tg1", Token: tok1, APIURL: fake.URL}})
 	start := time.Now()
 	for i := range 5 {
-		if _, err := p.Send(context.Background(), gateway.Outbound{Bot: "tg1", ChatID: "5001", Text: fmt.Sprint(i)}); err != nil {
+		if _, err := p.Send(context.Background(), outbox.Entry{Bot: "tg1", ChatID: "5001", Text: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -169,7 +169,7 @@ func TestSendIsPaced(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := p.Send(ctx, gateway.Outbound{Bot: "tg1", ChatID: "5001", Text: "late"}); !errors.Is(err, context.Canceled) {
+	if _, err := p.Send(ctx, outbox.Entry{Bot: "tg1", ChatID: "5001", Text: "late"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Send with an ended context while paced: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 )
 
 // Modes of BotConfig.Mode.
@@ -98,7 +99,7 @@ var (
 	_ gateway.Platform       = (*Platform)(nil)
 	_ gateway.Typer          = (*Platform)(nil)
 	_ gateway.PrivateChatter = (*Platform)(nil)
-	_ gateway.MessageLimiter = (*Platform)(nil)
+	_ outbox.MessageLimiter  = (*Platform)(nil)
 )
 
 // New returns a Platform with no bots; call Configure and Run.

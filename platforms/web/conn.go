@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 )
 
@@ -348,14 +349,14 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 		if !c.onWeb(f.Bot) {
 			return &frameError{Code: codeUnknownBot, Message: "no bot " + strconv.Quote(f.Bot) + " on the web", ClientID: f.ClientID}
 		}
-		ev.Bot, ev.ChatType = f.Bot, gateway.ChatPrivate
+		ev.Bot, ev.ChatType = f.Bot, chat.Private
 		ev.ChatID = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		ev.MessageID = clientID
 	} else {
 		if !c.inRoom(f.Chat) {
 			return &frameError{Code: codeUnknownChat, Message: "join " + strconv.Quote(f.Chat) + " before sending to it", ClientID: f.ClientID}
 		}
-		ev.ChatID, ev.ChatType, ev.ChatName = f.Chat, gateway.ChatGroup, f.Chat
+		ev.ChatID, ev.ChatType, ev.ChatName = f.Chat, chat.Group, f.Chat
 		// Client IDs are only unique per sender.
 		ev.MessageID = c.v.platformID + "/" + clientID
 		if f.ReplyTo > 0 {
@@ -365,14 +366,14 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	// The ack and the copies for the user's other tabs go out as soon as
 	// the message is stored, ahead of any reply to it.
 	// (The callback keeps the few fields it needs, not the event.)
-	ackID, chatID, group, bot, name, text := f.ClientID, ev.ChatID, ev.ChatType == gateway.ChatGroup, ev.Bot, ev.Sender.Name, ev.Text
+	ackID, chatID, group, bot, name, text := f.ClientID, ev.ChatID, ev.ChatType == chat.Group, ev.Bot, ev.Sender.Name, ev.Text
 	ev.OnStored = func(rec gateway.Receipt) {
 		c.send(ackFrame{Type: "ack", ClientID: ackID, ID: rec.MessageID})
 		if !rec.Duplicate {
 			c.a.broadcast(chatID, group, c, func() any {
 				return messageFrame{
 					Type: "message", ID: rec.MessageID, Chat: chatID, Bot: bot,
-					From: gateway.Party{Kind: "human", ID: c.v.platformID, Name: name},
+					From: chat.Party{Kind: "human", ID: c.v.platformID, Name: name},
 					Text: text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
 				}
 			})
@@ -411,7 +412,7 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 		limit = defaultHistory
 	}
 	limit = min(limit, maxHistory)
-	var msgs []gateway.Message
+	var msgs []chat.Message
 	var err error
 	out := historyFrame{Type: "history", Bot: f.Bot, Messages: []messageFrame{}}
 	if f.Bot != "" {

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/gateway"
 )
 
@@ -146,19 +148,19 @@ type ackFrame struct {
 }
 
 type messageFrame struct {
-	Type       string                 `json:"type"`
-	ID         int64                  `json:"id"`
-	Chat       string                 `json:"chat"`
-	Bot        string                 `json:"bot,omitempty"`
-	From       gateway.Party          `json:"from"`
-	Text       string                 `json:"text"`
-	Time       string                 `json:"time"`
-	Delegation *gateway.DelegationRef `json:"delegation,omitempty"`
+	Type       string          `json:"type"`
+	ID         int64           `json:"id"`
+	Chat       string          `json:"chat"`
+	Bot        string          `json:"bot,omitempty"`
+	From       chat.Party      `json:"from"`
+	Text       string          `json:"text"`
+	Time       string          `json:"time"`
+	Delegation *delegation.Ref `json:"delegation,omitempty"`
 }
 
 type delegationFrame struct {
 	Type string `json:"type"`
-	gateway.DelegationRef
+	delegation.Ref
 }
 
 type typingFrame struct {
@@ -182,7 +184,7 @@ type errorFrame struct {
 }
 
 // frameOf renders a stored message for the widget.
-func frameOf(m gateway.Message) messageFrame {
+func frameOf(m chat.Message) messageFrame {
 	return messageFrame{
 		Type: "message", ID: m.ID, Chat: m.ChatID, Bot: m.Bot, From: m.From,
 		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano),

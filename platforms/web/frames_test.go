@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -197,21 +198,21 @@ func TestFrameWire(t *testing.T) {
 		},
 		{
 			"message to a room",
-			messageFrame{Type: "message", ID: 3, Chat: "lobby", From: gateway.Party{Kind: "human", ID: "web-ann", Name: "Ann"},
+			messageFrame{Type: "message", ID: 3, Chat: "lobby", From: chat.Party{Kind: "human", ID: "web-ann", Name: "Ann"},
 				Text: "hi", Time: "2026-11-24T09:00:00.123Z"},
 			`{"type":"message","id":3,"chat":"lobby","from":{"kind":"human","id":"web-ann","name":"Ann"},"text":"hi","time":"2026-11-24T09:00:00.123Z"}`,
 		},
 		{
 			"message from a bot, escaped",
-			messageFrame{Type: "message", ID: -7, Chat: "web-ann:matty", Bot: "matty", From: gateway.Party{Kind: "bot", ID: "matty", Name: "Matty"},
+			messageFrame{Type: "message", ID: -7, Chat: "web-ann:matty", Bot: "matty", From: chat.Party{Kind: "bot", ID: "matty", Name: "Matty"},
 				Text: "<b>&</b> \"q\" \\ \t\n\x01 \u2028 \xff ✓", Time: "t"},
 			`{"type":"message","id":-7,"chat":"web-ann:matty","bot":"matty","from":{"kind":"bot","id":"matty","name":"Matty"},` +
 				`"text":"\u003cb\u003e\u0026\u003c/b\u003e \"q\" \\ \t\n\u0001 \u2028 \ufffd ✓","time":"t"}`,
 		},
 		{
 			"message with a delegation",
-			messageFrame{Type: "message", ID: 1, Chat: "c", From: gateway.Party{Kind: "system"}, Text: "x", Time: "t",
-				Delegation: &gateway.DelegationRef{ID: "d1", From: "matty", To: "finn", Task: "look", Status: "queued", Depth: 2}},
+			messageFrame{Type: "message", ID: 1, Chat: "c", From: chat.Party{Kind: "system"}, Text: "x", Time: "t",
+				Delegation: &delegation.Ref{ID: "d1", From: "matty", To: "finn", Task: "look", Status: "queued", Depth: 2}},
 			`{"type":"message","id":1,"chat":"c","from":{"kind":"system","id":"","name":""},"text":"x","time":"t",` +
 				`"delegation":{"id":"d1","from_bot":"matty","to_bot":"finn","task":"look","status":"queued","depth":2}}`,
 		},

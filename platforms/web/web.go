@@ -1,6 +1,6 @@
 // Package web is Switchboard's web widget platform: the chat page at /,
 // the embeddable /widget.js, and the JSON-over-WebSocket protocol at /ws
-// (SPEC §7). It implements gateway.Platform and gateway.Typer.
+// (SPEC §7). It implements gateway.Platform and its optional abilities.
 package web
 
 import (
@@ -19,7 +19,10 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
 )
 
 //go:embed assets
@@ -65,10 +68,9 @@ type hostRef struct{ gateway.Host }
 var (
 	_ gateway.Platform          = (*Adapter)(nil)
 	_ gateway.Typer             = (*Adapter)(nil)
-	_ gateway.AsyncSender       = (*Adapter)(nil)
 	_ gateway.PrivateChatter    = (*Adapter)(nil)
 	_ gateway.DelegationWatcher = (*Adapter)(nil)
-	_ gateway.ParkLimiter       = (*Adapter)(nil)
+	_ outbox.ParkLimiter        = (*Adapter)(nil)
 )
 
 // New returns an adapter; mount Handler on the HTTP server and Run it.
@@ -106,7 +108,7 @@ func (a *Adapter) Name() string { return gateway.PlatformWeb }
 // undeliveredKeep is how long a reply waits for a visitor who has left.
 const undeliveredKeep = time.Hour
 
-// MaxParked implements gateway.ParkLimiter: a reply to a visitor who left
+// MaxParked implements outbox.ParkLimiter: a reply to a visitor who left
 // waits an hour for them to reconnect, then is marked failed (the widget
 // shows it from the chat's history when they come back), so visitors who
 // never return do not hold the gateway's memory.
@@ -258,56 +260,48 @@ func (a *Adapter) recipients(chatID string, group bool) []*conn {
 	return out
 }
 
-// Send implements gateway.Platform: SendAsync, waited for. A private
-// message with no connection to receive it is ErrUnreachable, so the
-// outbox keeps it until the user reconnects; a room message is delivered
-// to whoever is in the room (the others read it in the room's history).
-// The widget knows messages by their Switchboard IDs: there is no other
-// ID to record.
-func (a *Adapter) Send(ctx context.Context, m gateway.Outbound) (string, error) {
-	sent := make(chan error, 1)
-	a.SendAsync(ctx, m, func(err error) { sent <- err })
-	return "", <-sent
-}
-
-// SendAsync implements gateway.AsyncSender. done learns the outcome once
-// every recipient's write loop has written the message to its socket
-// (so a message the outbox records as delivered has left the process;
-// the kernel still delivers it if the gateway dies right after) or
-// given up, or when ctx ends first.
-func (a *Adapter) SendAsync(ctx context.Context, m gateway.Outbound, done func(error)) {
-	group := m.ChatType == gateway.ChatGroup
+// Send implements gateway.Platform. It returns once every recipient's
+// write loop has written the message to its socket (so a message the
+// outbox records as delivered has left the process; the kernel still
+// delivers it if the gateway dies right after) or given up. A private
+// message with no connection to receive it is outbox.ErrUnreachable, so
+// the outbox keeps it until the person reconnects; a room message is
+// delivered to whoever is in the room (the others read it in the room's
+// history). The widget knows messages by their Switchboard IDs: there is
+// no other ID to record.
+func (a *Adapter) Send(ctx context.Context, m outbox.Entry) (string, error) {
+	group := m.ChatType == chat.Group
 	conns := a.recipients(m.ChatID, group)
 	if len(conns) == 0 {
-		done(sendOutcome(0, group))
-		return
+		return "", sendOutcome(0, group)
 	}
 	f := messageFrame{
 		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
 		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
 	}
-	finish := onlyOnce(done)
-	stop := context.AfterFunc(ctx, func() { finish(ctx.Err()) })
-	var left, sent atomic.Int32
-	left.Store(int32(len(conns)))
+	written := make(chan error, len(conns))
 	for _, c := range conns {
-		c.sendThen(f, func(err error) {
-			if err == nil {
-				sent.Add(1)
-			}
-			if left.Add(-1) == 0 {
-				stop()
-				finish(sendOutcome(int(sent.Load()), group))
-			}
-		})
+		c.sendThen(f, func(err error) { written <- err })
 	}
+	sent := 0
+	for range conns {
+		select {
+		case err := <-written:
+			if err == nil {
+				sent++
+			}
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return "", sendOutcome(sent, group)
 }
 
 // sendOutcome is Send's error after a message reached sent connections:
 // a private message that reached none is ErrUnreachable.
 func sendOutcome(sent int, group bool) error {
 	if sent == 0 && !group {
-		return gateway.ErrUnreachable
+		return outbox.ErrUnreachable
 	}
 	return nil
 }
@@ -323,8 +317,8 @@ func (a *Adapter) PrivateChat(_ context.Context, bot, platformID string) (string
 
 // DelegationChanged implements gateway.DelegationWatcher: the user's open
 // widget connections get a delegation frame.
-func (a *Adapter) DelegationChanged(ref gateway.DelegationRef, platformIDs []string) {
-	f := delegationFrame{Type: "delegation", DelegationRef: ref}
+func (a *Adapter) DelegationChanged(ref delegation.Ref, platformIDs []string) {
+	f := delegationFrame{Type: "delegation", Ref: ref}
 	a.mu.RLock()
 	var conns []*conn
 	for _, pid := range platformIDs {

@@ -1,0 +1,163 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
+	"github.com/switchboard-chat/switchboard/sessions"
+)
+
+// delegatedTurn runs a bot's turn on a task handed to it: mark it
+// running, ask the brain within the delegation timeout, check the
+// expected outputs, deliver the reply (SPEC §3 routing), record the
+// result and call back the asking bot's session.
+func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *Roster, bot *Bot, t sessions.Turn) sessions.Outcome {
+	d := *t.Delegation
+	var o sessions.Outcome
+	if d.Status == delegation.StatusQueued {
+		if err := g.store.UpdateDelegation(ctx, delegation.Update{ID: d.ID, Status: delegation.StatusRunning}); err != nil {
+			// The turn stays unanswered and runs again.
+			log.Error("mark delegation running", "delegation", d.ID, "err", err)
+			<-ctx.Done()
+			return o
+		}
+		d.Status = delegation.StatusRunning
+		g.notify(d)
+	}
+	to, err := g.routeDelegated(ctx, bot, d)
+	if err != nil {
+		return g.failDelegation(o, roster, d, err.Error())
+	}
+	timeout := g.delegation.Load().Timeout
+	if bot.Timeout > 0 && (timeout <= 0 || bot.Timeout < timeout) {
+		timeout = bot.Timeout
+	}
+	stop := g.startTyping(to.Platform, bot.ID, to.ID)
+	reply, err := g.think(ctx, bot, t, timeout)
+	stop()
+	if ctx.Err() != nil {
+		return o
+	}
+	if err != nil {
+		log.Warn("delegated turn failed", "delegation", d.ID, "bot", bot.ID, "err", err)
+		reason := "its brain failed"
+		if errors.Is(err, context.DeadlineExceeded) {
+			reason = fmt.Sprintf("it ran past the %s time limit", timeout)
+		}
+		return g.failDelegation(o, roster, d, reason)
+	}
+	text := strings.TrimSpace(reply.Text)
+	o.ResumeID = reply.ResumeID
+	arts := artifactRecords(reply.Artifacts, bot.ID)
+
+	if problems := checkOutputs(d.Expected, reply.Artifacts); len(problems) > 0 {
+		if d.Retries == 0 {
+			log.Info("delegation outputs invalid; one corrective retry", "delegation", d.ID, "problems", len(problems))
+			o.Retry = delegation.Corrective(d.Task, problems)
+			o.Update = &delegation.Update{ID: d.ID, Status: delegation.StatusRunning, Retry: true}
+			// The attempt stays in the session, so the retry sees it.
+			o.Notes = []sessions.Note{{Session: t.Ref.SessionID, Message: chat.Message{
+				Kind: chat.KindSystem, From: chat.Party{Kind: chat.Bot, ID: bot.ID, Name: bot.Name},
+				UserID: d.UserID, Bot: bot.ID, Text: text, Time: g.now(), DelegationID: d.ID,
+			}}}
+			return o
+		}
+		return g.failDelegation(o, roster, d, "the outputs are still missing or invalid after one corrective retry: "+strings.Join(problems, "; "))
+	}
+	if text == "" && len(arts) == 0 {
+		return g.failDelegation(o, roster, d, "it produced an empty reply")
+	}
+
+	o.Artifacts = arts
+	if text != "" {
+		o.Posts = append(o.Posts, g.post(bot, t, to, text, d.ID))
+	}
+	o.Update = &delegation.Update{ID: d.ID, Status: delegation.StatusDone, Result: text}
+	d.Status = delegation.StatusDone
+	o = g.callBack(o, roster, d, to, delegation.Callback(bot.ID, d.Task, text), delegation.Finished(bot.Name, text))
+
+	// The reply may hand work on: a nested delegation at depth + 1.
+	if text != "" || len(reply.Handoffs) > 0 {
+		if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, reply.Handoffs, &d, to, true); ok {
+			o.Handoffs = hs
+			if note != "" {
+				o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))
+			}
+		}
+	}
+	return o
+}
+
+// failDelegation closes d as failed: the asking bot's session learns why,
+// and the asking bot says so in the chat the hand-off came from.
+func (g *Gateway) failDelegation(o sessions.Outcome, roster *Roster, d delegation.Record, reason string) sessions.Outcome {
+	o.Update = &delegation.Update{ID: d.ID, Status: delegation.StatusFailed, Error: reason}
+	o.Posts = nil
+	name := roster.Name(d.To)
+	return g.callBack(o, roster, d, chat.Ref{},
+		delegation.FailedCallback(d.To, d.Task, reason),
+		fmt.Sprintf("%s couldn't finish %q: %s.", name, delegation.Summary(d.Task, 80), reason))
+}
+
+// callBack puts the result note into the asking bot's session and, when
+// the answer went elsewhere than the chat the hand-off came from (or
+// there was none), has the asking bot post notice there.
+func (g *Gateway) callBack(o sessions.Outcome, roster *Roster, d delegation.Record, answeredIn chat.Ref, note, notice string) sessions.Outcome {
+	if d.FromSession != "" {
+		o.Notes = append(o.Notes, sessions.Note{Session: d.FromSession, Message: chat.Message{
+			Kind: chat.KindSystem, From: chat.Party{Kind: chat.System, ID: d.To, Name: "delegation"},
+			UserID: d.UserID, Bot: d.From, Text: note, Time: g.now(), DelegationID: d.ID,
+		}})
+	}
+	from, ok := roster.Bot(d.From)
+	if d.Origin.ID == "" || !ok || (answeredIn.Platform == d.Origin.Platform && answeredIn.ID == d.Origin.ID) {
+		return o
+	}
+	o.Posts = append(o.Posts, sessions.Post{Session: d.FromSession, Message: chat.Message{
+		Platform: d.Origin.Platform, ChatID: d.Origin.ID, ChatType: d.Origin.Type, Kind: chat.KindChat,
+		From: chat.Party{Kind: chat.Bot, ID: from.ID, Name: from.Name}, UserID: d.UserID, Bot: from.ID,
+		Text: notice, Time: g.now(), DelegationID: d.ID,
+	}})
+	return o
+}
+
+// checkOutputs compares a reply's artifacts with a delegation's expected
+// outputs.
+func checkOutputs(expected []delegation.Expected, arts []brains.Artifact) []string {
+	if len(expected) == 0 {
+		return nil
+	}
+	got := make([]delegation.Produced, 0, len(arts))
+	for _, a := range arts {
+		got = append(got, delegation.Produced{Name: a.Name, MediaType: a.MediaType, Content: a.Content})
+	}
+	return delegation.CheckOutputs(expected, got)
+}
+
+// settleOpenDelegations fails the hand-offs a restart left without a turn
+// to finish them, with the reason, so none is silently lost.
+func (g *Gateway) settleOpenDelegations(ctx context.Context) error {
+	open, err := g.store.OpenDelegations(ctx)
+	if err != nil {
+		return err
+	}
+	roster := g.roster.Load()
+	for _, d := range open {
+		o := g.failDelegation(sessions.Outcome{}, roster, d, "it was interrupted by a restart before it could start")
+		done, err := g.sessions.CompleteTurn(ctx, o)
+		if err != nil {
+			return err
+		}
+		g.outbox.Enqueue(done.Outbox...)
+		d.Status = delegation.StatusFailed
+		g.notify(d)
+		g.log.Warn("delegation failed after restart", "delegation", d.ID)
+	}
+	return nil
+}

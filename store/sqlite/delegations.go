@@ -1,0 +1,294 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
+	"github.com/switchboard-chat/switchboard/sessions"
+)
+
+// delegationColumns is the select list scanDelegation reads.
+const delegationColumns = `id, kind, from_bot, to_bot, user_id, user_name, task, depth, COALESCE(parent_id, ''), status,
+	result, error, progress, origin_platform, origin_chat, origin_chat_type, origin_sender, COALESCE(from_session, ''),
+	expected_outputs, retries, created_at, updated_at`
+
+func scanDelegation(row scanner) (delegation.Record, error) {
+	var d delegation.Record
+	var chatType, expected, progress string
+	var created, updated int64
+	err := row.Scan(&d.ID, &d.Kind, &d.From, &d.To, &d.UserID, &d.UserName, &d.Task, &d.Depth, &d.ParentID, &d.Status,
+		&d.Result, &d.Error, &progress, &d.Origin.Platform, &d.Origin.ID, &chatType, &d.OriginSender, &d.FromSession,
+		&expected, &d.Retries, &created, &updated)
+	if err != nil {
+		return d, err
+	}
+	d.Origin.Type = chat.Type(chatType)
+	d.CreatedAt, d.UpdatedAt = fromMicros(created), fromMicros(updated)
+	if expected != "" {
+		if err := json.Unmarshal([]byte(expected), &d.Expected); err != nil {
+			return d, fmt.Errorf("delegation %s expected outputs: %w", d.ID, err)
+		}
+	}
+	if progress != "" {
+		d.Progress = new(delegation.Progress)
+		if err := json.Unmarshal([]byte(progress), d.Progress); err != nil {
+			return d, fmt.Errorf("delegation %s progress: %w", d.ID, err)
+		}
+	}
+	return d, nil
+}
+
+// insertDelegation stores a new record with its inputs.
+func (t *txn) insertDelegation(d delegation.Record, now int64) error {
+	var expected string
+	if len(d.Expected) > 0 {
+		b, err := json.Marshal(d.Expected)
+		if err != nil {
+			return err
+		}
+		expected = string(b)
+	}
+	if d.Kind == "" {
+		d.Kind = delegation.KindHandoff
+	}
+	var parent, fromSession any
+	if d.ParentID != "" {
+		parent = d.ParentID
+	}
+	if d.FromSession != "" {
+		fromSession = d.FromSession
+	}
+	if _, err := t.exec(`INSERT INTO delegations (id, kind, from_bot, to_bot, user_id, user_name, task, depth,
+		parent_id, status, error, origin_platform, origin_chat, origin_chat_type, origin_sender, from_session,
+		expected_outputs, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.ID, d.Kind, d.From, d.To, d.UserID, d.UserName, d.Task, d.Depth, parent, d.Status, d.Error,
+		d.Origin.Platform, d.Origin.ID, string(d.Origin.Type), d.OriginSender, fromSession, expected, now, now); err != nil {
+		return err
+	}
+	for i, a := range d.Inputs {
+		if _, err := t.exec(`INSERT INTO delegation_inputs (delegation_id, artifact_id, position) VALUES (?, ?, ?)`, d.ID, a, i); err != nil {
+			return fmt.Errorf("input %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+func (t *txn) updateDelegation(u delegation.Update, now int64) error {
+	retry := 0
+	if u.Retry {
+		retry = 1
+	}
+	res, err := t.exec(`UPDATE delegations SET status = ?, result = ?, error = ?, retries = retries + ?, updated_at = ?
+		WHERE id = ?`, u.Status, u.Result, u.Error, retry, now, u.ID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("delegation %s: %w", u.ID, delegation.ErrNotFound)
+	}
+	return nil
+}
+
+// delegationRecord reads a record (without its inputs and artifacts)
+// inside a transaction.
+func (t *txn) delegationRecord(id string) (delegation.Record, error) {
+	st, err := t.stmt(`SELECT ` + delegationColumns + ` FROM delegations WHERE id = ?`)
+	if err != nil {
+		return delegation.Record{}, err
+	}
+	return scanDelegation(st.QueryRowContext(t.ctx, id))
+}
+
+// StartDelegations stores delegations made outside a turn (the API) and
+// returns the turns it queued.
+func (s *Store) StartDelegations(ctx context.Context, hs []sessions.Handoff) ([]sessions.TurnRef, error) {
+	var refs []sessions.TurnRef
+	err := s.write(ctx, func(tx *txn) error {
+		refs = nil
+		now := micros(timeNow())
+		for _, h := range hs {
+			ref, queued, err := tx.startDelegation(h, now)
+			if err != nil {
+				return err
+			}
+			if queued {
+				refs = append(refs, ref)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: start delegations: %w", err)
+	}
+	return refs, nil
+}
+
+// UpdateDelegation implements delegation.Store.
+func (s *Store) UpdateDelegation(ctx context.Context, u delegation.Update) error {
+	err := s.write(ctx, func(tx *txn) error { return tx.updateDelegation(u, micros(timeNow())) })
+	if err != nil {
+		return fmt.Errorf("store: update delegation: %w", err)
+	}
+	return nil
+}
+
+// Delegation implements delegation.Store.
+func (s *Store) Delegation(ctx context.Context, id string) (delegation.Record, error) {
+	st, err := s.readStmt(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`)
+	if err != nil {
+		return delegation.Record{}, fmt.Errorf("store: delegation: %w", err)
+	}
+	d, err := scanDelegation(st.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, fmt.Errorf("store: delegation %s: %w", id, delegation.ErrNotFound)
+	}
+	if err == nil {
+		err = s.fillDelegation(ctx, &d)
+	}
+	if err != nil {
+		return d, fmt.Errorf("store: delegation: %w", err)
+	}
+	return d, nil
+}
+
+// fillDelegation loads a record's inputs and artifacts.
+func (s *Store) fillDelegation(ctx context.Context, d *delegation.Record) error {
+	rows, err := s.query(ctx, `SELECT artifact_id FROM delegation_inputs WHERE delegation_id = ? ORDER BY position`, d.ID)
+	if err != nil {
+		return err
+	}
+	d.Inputs = []string{}
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			rows.Close()
+			return err
+		}
+		d.Inputs = append(d.Inputs, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	d.Artifacts, err = s.queryArtifacts(ctx, false, `WHERE delegation_id = ? ORDER BY created_at, id`, d.ID)
+	return err
+}
+
+// Delegations implements delegation.Store (at most f.Limit, 500 when it
+// is not set).
+func (s *Store) Delegations(ctx context.Context, f delegation.Filter) ([]delegation.Record, error) {
+	q := `SELECT ` + delegationColumns + ` FROM delegations WHERE 1 = 1`
+	var args []any
+	if len(f.UserIDs) > 0 {
+		q += ` AND user_id IN (?` + strings.Repeat(`, ?`, len(f.UserIDs)-1) + `)`
+		for _, u := range f.UserIDs {
+			args = append(args, u)
+		}
+	}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, f.Status)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 500
+	}
+	q += ` ORDER BY created_at DESC, id LIMIT ?`
+	args = append(args, limit)
+	out, err := s.delegations(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: delegations: %w", err)
+	}
+	return out, nil
+}
+
+// delegations reads records, each with its inputs and artifacts.
+func (s *Store) delegations(ctx context.Context, q string, args ...any) ([]delegation.Record, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := []delegation.Record{}
+	for rows.Next() {
+		d, err := scanDelegation(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if err := s.fillDelegation(ctx, &out[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// OpenDelegations implements delegation.Store.
+func (s *Store) OpenDelegations(ctx context.Context) ([]delegation.Record, error) {
+	out, err := s.delegations(ctx, `SELECT `+delegationColumns+` FROM delegations d
+		WHERE status IN ('queued', 'running')
+		AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.delegation_id = d.id AND t.status = 'pending')
+		ORDER BY created_at`)
+	if err != nil {
+		return nil, fmt.Errorf("store: open delegations: %w", err)
+	}
+	return out, nil
+}
+
+// Artifacts implements delegation.Store.
+func (s *Store) Artifacts(ctx context.Context, ids []string) ([]chat.Artifact, error) {
+	var out []chat.Artifact
+	for _, id := range ids {
+		arts, err := s.queryArtifacts(ctx, true, `WHERE id = ?`, id)
+		if err != nil {
+			return nil, fmt.Errorf("store: artifacts: %w", err)
+		}
+		if len(arts) == 0 {
+			return nil, fmt.Errorf("store: artifact %s: %w", id, delegation.ErrNotFound)
+		}
+		out = append(out, arts...)
+	}
+	return out, nil
+}
+
+// queryArtifacts reads artifacts, with their content or without.
+func (s *Store) queryArtifacts(ctx context.Context, content bool, where string, args ...any) ([]chat.Artifact, error) {
+	cols := `id, name, media_type, size, sha256, producer, COALESCE(delegation_id, ''), `
+	if content {
+		cols += `content`
+	} else {
+		cols += `x''`
+	}
+	rows, err := s.query(ctx, `SELECT `+cols+` FROM artifacts `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []chat.Artifact{}
+	for rows.Next() {
+		var a chat.Artifact
+		if err := rows.Scan(&a.ID, &a.Name, &a.MediaType, &a.Size, &a.SHA256, &a.Producer, &a.DelegationID, &a.Content); err != nil {
+			return nil, err
+		}
+		if !content {
+			a.Content = nil
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,267 @@
+// Package sqlite is Switchboard's embedded store: one SQLite file
+// (github.com/mattn/go-sqlite3) in WAL mode, with foreign keys on and the
+// schema's migrations embedded in the binary and applied at open. Writes
+// go through one connection, each in a transaction that returns once it
+// has committed; reads use a small pool beside it. It implements every
+// store contract of the core (store/storetest checks them).
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+)
+
+// Store is the SQLite store. It is safe for concurrent use.
+type Store struct {
+	// SQLite has one writer at a time: writes take wmu and run on wc,
+	// the one connection of w, with the statements prepared on it.
+	w      *sql.DB
+	wmu    sync.Mutex
+	wc     *sql.Conn
+	wstmts map[string]*sql.Stmt
+
+	r      *sql.DB // readers, beside the writer thanks to WAL
+	rmu    sync.Mutex
+	rstmts map[string]*sql.Stmt
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// readers is the size of the read pool.
+const readers = 4
+
+// Open opens (creating if needed) the database at path, migrates it and
+// makes the file readable by its owner only.
+func Open(ctx context.Context, path string) (*Store, error) {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_foreign_keys", "on")
+	q.Set("_synchronous", "NORMAL")
+	w, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	wc, err := w.Conn(ctx)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{w: w, wc: wc, wstmts: make(map[string]*sql.Stmt), rstmts: make(map[string]*sql.Stmt)}
+	if err := s.migrate(ctx); err != nil {
+		s.closeWriter()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.closeWriter()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	q.Set("mode", "ro")
+	r, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		s.closeWriter()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	s.r = r
+	return s, nil
+}
+
+// Close closes the store's connections. Calling it again returns the
+// first result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.rmu.Lock()
+		for _, st := range s.rstmts {
+			st.Close()
+		}
+		s.rstmts = nil
+		s.rmu.Unlock()
+		s.closeErr = errors.Join(s.r.Close(), s.closeWriter())
+	})
+	return s.closeErr
+}
+
+// closeWriter closes the writer's statements and connection.
+func (s *Store) closeWriter() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, st := range s.wstmts {
+		st.Close()
+	}
+	s.wstmts = nil
+	return errors.Join(s.wc.Close(), s.w.Close())
+}
+
+// errClosed is returned by calls after Close.
+var errClosed = errors.New("store: closed")
+
+// readStmt returns query prepared on the readers, preparing it on first
+// use: SQLite spends more preparing most of these statements than running
+// them.
+func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.rmu.Lock()
+	st, ok := s.rstmts[query]
+	closed := s.rstmts == nil
+	s.rmu.Unlock()
+	if ok {
+		return st, nil
+	}
+	if closed {
+		return nil, errClosed
+	}
+	st, err := s.r.PrepareContext(context.WithoutCancel(ctx), query)
+	if err != nil {
+		return nil, err
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if prev, ok := s.rstmts[query]; ok || s.rstmts == nil {
+		st.Close()
+		if !ok {
+			return nil, errClosed
+		}
+		return prev, nil
+	}
+	s.rstmts[query] = st
+	return st, nil
+}
+
+// query runs a read on the readers.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// scanOne runs a read of one row on the readers and scans it into dest;
+// no row is sql.ErrNoRows.
+func (s *Store) scanOne(ctx context.Context, query string, args []any, dest ...any) error {
+	st, err := s.readStmt(ctx, query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
+}
+
+// txn is a write transaction on the writer connection.
+type txn struct {
+	ctx context.Context
+	s   *Store
+}
+
+// stmt returns query prepared on the writer connection. Callers hold wmu.
+func (t *txn) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := t.s.wstmts[query]; ok {
+		return st, nil
+	}
+	st, err := t.s.wc.PrepareContext(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	t.s.wstmts[query] = st
+	return st, nil
+}
+
+func (t *txn) exec(query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(t.ctx, args...)
+}
+
+func (t *txn) query(query string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(t.ctx, args...)
+}
+
+// scanOne reads one row into dest; no row is sql.ErrNoRows.
+func (t *txn) scanOne(query string, args []any, dest ...any) error {
+	st, err := t.stmt(query)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(t.ctx, args...).Scan(dest...)
+}
+
+// insert runs an INSERT and returns the new row's ID.
+func (t *txn) insert(query string, args ...any) (int64, error) {
+	res, err := t.exec(query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// write runs fn in a write transaction and commits it: when write
+// returns nil, all of fn is stored; otherwise none of it.
+func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.wstmts == nil {
+		return errClosed
+	}
+	// The transaction's own statements run whatever happens to ctx: a
+	// transaction begun is always ended.
+	end := context.WithoutCancel(ctx)
+	if _, err := s.wc.ExecContext(end, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	err := fn(&txn{ctx: ctx, s: s})
+	if err == nil {
+		_, err = s.wc.ExecContext(end, "COMMIT")
+	}
+	if err != nil {
+		s.wc.ExecContext(end, "ROLLBACK")
+		return err
+	}
+	return nil
+}
+
+// Secret returns the named random secret, creating it with n random
+// bytes on first use. It survives restarts (anonymous visitors' tokens
+// are signed with one).
+func (s *Store) Secret(ctx context.Context, name string, n int) ([]byte, error) {
+	var v []byte
+	err := s.write(ctx, func(tx *txn) error {
+		err := tx.scanOne(`SELECT value FROM meta WHERE key = ?`, []any{"secret:" + name}, &v)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		v = make([]byte, n)
+		rand.Read(v)
+		_, err = tx.exec(`INSERT INTO meta (key, value) VALUES (?, ?)`, "secret:"+name, v)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: secret: %w", err)
+	}
+	return v, nil
+}
+
+// micros is how times are stored: Unix microseconds, UTC.
+// timeNow is the store's clock for the rows the caller gives no time for.
+var timeNow = time.Now
+
+func micros(t time.Time) int64 { return t.UTC().UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

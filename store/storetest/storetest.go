@@ -1,0 +1,68 @@
+// Package storetest is the contract every Switchboard store keeps, as
+// tests: Run runs them all against stores a Factory makes. The SQLite
+// store runs it; so will every other store.
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
+	"github.com/switchboard-chat/switchboard/sessions"
+)
+
+// Store is everything a store implements: the contracts of the gateway,
+// its sessions and its outbox, and what the admin API and the command
+// read.
+type Store interface {
+	gateway.Store
+	sessions.Store
+	outbox.Store
+	// GetSession returns the session with id, or an error wrapping
+	// sessions.ErrNotFound.
+	GetSession(ctx context.Context, id string) (sessions.Session, error)
+	// ListSessions returns the sessions matching f, most recently
+	// updated first.
+	ListSessions(ctx context.Context, f sessions.Filter) ([]sessions.Session, error)
+	// Secret returns the named random secret, made with n random bytes
+	// on first use; it survives a reopen.
+	Secret(ctx context.Context, name string, n int) ([]byte, error)
+	Close() error
+}
+
+// Factory makes the stores the suite tests.
+type Factory struct {
+	// New returns an empty store, closed when the test ends.
+	New func(t *testing.T) Store
+	// Reopen closes s and opens the same data again, as a restart does.
+	Reopen func(t *testing.T, s Store) Store
+}
+
+// Run runs the whole contract.
+func Run(t *testing.T, f Factory) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, Factory)
+	}{
+		{"Inbound", testInbound},
+		{"Dedupe", testDedupe},
+		{"TurnOrder", testTurnOrder},
+		{"TurnsAfter", testTurnsAfter},
+		{"CompleteTurn", testCompleteTurn},
+		{"CompleteTwice", testCompleteTwice},
+		{"History", testHistory},
+		{"LastPrivateChat", testLastPrivateChat},
+		{"ResumeAfterReopen", testResumeAfterReopen},
+		{"OutboxMarks", testOutboxMarks},
+		{"Delegations", testDelegations},
+		{"DelegationArtifacts", testDelegationArtifacts},
+		{"Rooms", testRooms},
+		{"Sessions", testSessions},
+		{"Secret", testSecret},
+		{"ConcurrentWriters", testConcurrentWriters},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
+	}
+}
