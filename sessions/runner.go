@@ -173,7 +173,11 @@ func (r *Runner) work(session string) {
 				return
 			}
 		default:
-			r.run(log.With("turn", t.Ref.ID), t)
+			// A session whose last turn this was is left at once, unless
+			// it was woken meanwhile.
+			if more := r.run(log.With("turn", t.Ref.ID), t); !more && r.leave(session) {
+				return
+			}
 		}
 	}
 }
@@ -195,11 +199,12 @@ func (r *Runner) leave(session string) bool {
 }
 
 // run answers one turn and stores the outcome, then hands its messages to
-// the outbox and wakes the sessions it queued turns in.
-func (r *Runner) run(log *slog.Logger, t Turn) {
+// the outbox and wakes the sessions it queued turns in. more says whether
+// the session may have turns left.
+func (r *Runner) run(log *slog.Logger, t Turn) (more bool) {
 	o, ok := r.answer.Answer(r.ctx, t)
 	if !ok || r.ctx.Err() != nil {
-		return // stopping: the turn stays unanswered for the next start
+		return true // stopping: the turn stays unanswered for the next start
 	}
 	o.Turn = t.Ref
 	var done Done
@@ -207,7 +212,7 @@ func (r *Runner) run(log *slog.Logger, t Turn) {
 		done, err = r.store.CompleteTurn(r.ctx, o)
 		return err
 	}) {
-		return
+		return true
 	}
 	r.outbox.Enqueue(done.Outbox...)
 	woken := make([]string, 0, len(done.Turns))
@@ -222,6 +227,7 @@ func (r *Runner) run(log *slog.Logger, t Turn) {
 	close(r.ended)
 	r.ended = make(chan struct{})
 	r.mu.Unlock()
+	return done.More
 }
 
 // retry runs fn until it succeeds or the runner stops; false means it

@@ -72,8 +72,8 @@ type Store interface {
 	NextTurn(ctx context.Context, sessionID string, historyLimit int) (t Turn, ok bool, err error)
 	// CompleteTurn stores an outcome and marks its turn done, all in one
 	// transaction. Completing a turn that is done already stores nothing
-	// and returns nothing, so a turn run twice (a crash between its
-	// answer and its record) is answered once.
+	// and returns no entries or turns, so a turn run twice (a crash
+	// between its answer and its record) is answered once.
 	CompleteTurn(ctx context.Context, o Outcome) (Done, error)
 	// QueueDepth counts the turns not yet answered.
 	QueueDepth(ctx context.Context) (int, error)
@@ -128,7 +128,8 @@ type Turn struct {
 	Message chat.Message
 	Text    string
 	// History is the session's earlier messages, oldest first, and the
-	// bots' messages stored since this one (replies to earlier turns).
+	// bots' messages stored since this one (replies to earlier turns):
+	// what a brain is shown of each, its ID, kind, author, text and time.
 	History []chat.Message
 }
 
@@ -187,6 +188,10 @@ type Handoff struct {
 type Done struct {
 	Outbox []outbox.Entry
 	Turns  []TurnRef
+	// More says that the turn's session may have unanswered turns
+	// left: it had when the outcome was stored, or, for a turn done
+	// already, it is not known.
+	More bool
 }
 
 // Filter selects sessions; empty fields match everything.

@@ -143,26 +143,36 @@ func (s *Store) UpdateDelegation(ctx context.Context, u delegation.Update) error
 
 // Delegation implements delegation.Store.
 func (s *Store) Delegation(ctx context.Context, id string) (delegation.Record, error) {
-	st, err := s.readStmt(ctx, `SELECT `+delegationColumns+` FROM delegations WHERE id = ?`)
+	var d delegation.Record
+	err := s.read(ctx, func(t *txn) (err error) {
+		d, err = t.delegation(id)
+		return err
+	})
 	if err != nil {
-		return delegation.Record{}, fmt.Errorf("store: delegation: %w", err)
-	}
-	d, err := scanDelegation(st.QueryRowContext(ctx, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return d, fmt.Errorf("store: delegation %s: %w", id, delegation.ErrNotFound)
-	}
-	if err == nil {
-		err = s.fillDelegation(ctx, &d)
-	}
-	if err != nil {
-		return d, fmt.Errorf("store: delegation: %w", err)
+		return d, fmt.Errorf("store: %w", err)
 	}
 	return d, nil
 }
 
-// fillDelegation loads a record's inputs and artifacts.
-func (s *Store) fillDelegation(ctx context.Context, d *delegation.Record) error {
-	rows, err := s.query(ctx, `SELECT artifact_id FROM delegation_inputs WHERE delegation_id = ? ORDER BY position`, d.ID)
+// delegation reads one record with its inputs and artifacts.
+func (t *txn) delegation(id string) (delegation.Record, error) {
+	st, err := t.stmt(`SELECT ` + delegationColumns + ` FROM delegations WHERE id = ?`)
+	if err != nil {
+		return delegation.Record{}, err
+	}
+	d, err := scanDelegation(st.QueryRowContext(t.ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, fmt.Errorf("delegation %s: %w", id, delegation.ErrNotFound)
+	}
+	if err == nil {
+		err = t.fill(&d)
+	}
+	return d, err
+}
+
+// fill loads a record's inputs and artifacts.
+func (t *txn) fill(d *delegation.Record) error {
+	rows, err := t.query(`SELECT artifact_id FROM delegation_inputs WHERE delegation_id = ? ORDER BY position`, d.ID)
 	if err != nil {
 		return err
 	}
@@ -179,7 +189,7 @@ func (s *Store) fillDelegation(ctx context.Context, d *delegation.Record) error 
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	d.Artifacts, err = s.queryArtifacts(ctx, false, `WHERE delegation_id = ? ORDER BY created_at, id`, d.ID)
+	d.Artifacts, err = t.artifacts(false, `WHERE delegation_id = ? ORDER BY created_at, id`, d.ID)
 	return err
 }
 
@@ -211,31 +221,35 @@ func (s *Store) Delegations(ctx context.Context, f delegation.Filter) ([]delegat
 	return out, nil
 }
 
-// delegations reads records, each with its inputs and artifacts.
+// delegations reads records, each with its inputs and artifacts. Its
+// query's shape varies: it is not kept prepared.
 func (s *Store) delegations(ctx context.Context, q string, args ...any) ([]delegation.Record, error) {
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
 	out := []delegation.Record{}
-	for rows.Next() {
-		d, err := scanDelegation(rows)
+	err := s.read(ctx, func(t *txn) error {
+		rows, err := t.tx.QueryContext(ctx, q, args...)
 		if err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
-		out = append(out, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		if err := s.fillDelegation(ctx, &out[i]); err != nil {
-			return nil, err
+		for rows.Next() {
+			d, err := scanDelegation(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, d)
 		}
-	}
-	return out, nil
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range out {
+			if err := t.fill(&out[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // OpenDelegations implements delegation.Store.
@@ -253,28 +267,34 @@ func (s *Store) OpenDelegations(ctx context.Context) ([]delegation.Record, error
 // Artifacts implements delegation.Store.
 func (s *Store) Artifacts(ctx context.Context, ids []string) ([]chat.Artifact, error) {
 	var out []chat.Artifact
-	for _, id := range ids {
-		arts, err := s.queryArtifacts(ctx, true, `WHERE id = ?`, id)
-		if err != nil {
-			return nil, fmt.Errorf("store: artifacts: %w", err)
+	err := s.read(ctx, func(t *txn) error {
+		for _, id := range ids {
+			arts, err := t.artifacts(true, `WHERE id = ?`, id)
+			if err != nil {
+				return err
+			}
+			if len(arts) == 0 {
+				return fmt.Errorf("artifact %s: %w", id, delegation.ErrNotFound)
+			}
+			out = append(out, arts...)
 		}
-		if len(arts) == 0 {
-			return nil, fmt.Errorf("store: artifact %s: %w", id, delegation.ErrNotFound)
-		}
-		out = append(out, arts...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: artifacts: %w", err)
 	}
 	return out, nil
 }
 
-// queryArtifacts reads artifacts, with their content or without.
-func (s *Store) queryArtifacts(ctx context.Context, content bool, where string, args ...any) ([]chat.Artifact, error) {
+// artifacts reads artifacts, with their content or without.
+func (t *txn) artifacts(content bool, where string, args ...any) ([]chat.Artifact, error) {
 	cols := `id, name, media_type, size, sha256, producer, COALESCE(delegation_id, ''), `
 	if content {
 		cols += `content`
 	} else {
 		cols += `x''`
 	}
-	rows, err := s.query(ctx, `SELECT `+cols+` FROM artifacts `+where, args...)
+	rows, err := t.query(`SELECT `+cols+` FROM artifacts `+where, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,15 @@ func (t *txn) ensureConversation(in chat.Ref, bot, name string, at int64) (id in
 	if in.Type != chat.Private {
 		bot = ""
 	}
+	key := convKey{in.Platform, in.ID, bot}
+	if id, ok := t.known().convs[key]; ok {
+		return id, false, nil
+	}
+	defer func() {
+		if err == nil {
+			t.learned().convs[key] = id
+		}
+	}()
 	err = t.scanOne(`SELECT id FROM conversations WHERE platform = ? AND chat_id = ? AND bot = ?`,
 		[]any{in.Platform, in.ID, bot}, &id)
 	if !errors.Is(err, sql.ErrNoRows) {
@@ -92,8 +101,15 @@ func (t *txn) ensureConversation(in chat.Ref, bot, name string, at int64) (id in
 // addParticipant records that a person ("user") or a bot takes part in
 // a conversation.
 func (t *txn) addParticipant(conv int64, kind, id string, at int64) error {
+	key := memberKey{conv, kind, id}
+	if t.known().members[key] {
+		return nil
+	}
 	_, err := t.exec(`INSERT OR IGNORE INTO participants (conversation_id, kind, participant_id, joined_at)
 		VALUES (?, ?, ?, ?)`, conv, kind, id, at)
+	if err == nil {
+		t.learned().members[key] = true
+	}
 	return err
 }
 
@@ -118,9 +134,16 @@ func (t *txn) link(session string, message int64) error {
 }
 
 // ensureSession returns the session's ID, creating it if absent.
-func (t *txn) ensureSession(key sessions.Key, at int64) (string, error) {
-	var id string
-	err := t.scanOne(`SELECT id FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`,
+func (t *txn) ensureSession(key sessions.Key, at int64) (id string, err error) {
+	if id, ok := t.known().sessions[key]; ok {
+		return id, nil
+	}
+	defer func() {
+		if err == nil {
+			t.learned().sessions[key] = id
+		}
+	}()
+	err = t.scanOne(`SELECT id FROM sessions WHERE bot = ? AND scope = ? AND scope_id = ?`,
 		[]any{key.Bot, key.Scope, key.ScopeID}, &id)
 	if !errors.Is(err, sql.ErrNoRows) {
 		return id, err

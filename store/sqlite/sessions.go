@@ -33,7 +33,7 @@ func scanSession(row scanner) (sessions.Session, error) {
 
 // FindSession implements sessions.Store.
 func (s *Store) FindSession(ctx context.Context, key sessions.Key) (sessions.Session, bool, error) {
-	st, err := s.readStmt(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE bot = ? AND scope = ? AND scope_id = ?`)
+	st, err := s.prepareRead(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE bot = ? AND scope = ? AND scope_id = ?`)
 	if err != nil {
 		return sessions.Session{}, false, fmt.Errorf("store: find session: %w", err)
 	}
@@ -50,7 +50,7 @@ func (s *Store) FindSession(ctx context.Context, key sessions.Key) (sessions.Ses
 // GetSession returns the session with id, or an error wrapping
 // sessions.ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	st, err := s.readStmt(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE id = ?`)
+	st, err := s.prepareRead(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE id = ?`)
 	if err != nil {
 		return sessions.Session{}, fmt.Errorf("store: get session: %w", err)
 	}
@@ -114,14 +114,17 @@ func (s *Store) SessionMessages(ctx context.Context, sessionID, kind string, lim
 	return msgs, nil
 }
 
-// LastPrivateChat implements sessions.Store.
+// LastPrivateChat implements sessions.Store. It is read on the writer
+// connection, as a turn's reads are (see view).
 func (s *Store) LastPrivateChat(ctx context.Context, sessionID string) (chat.Ref, bool, error) {
 	c := chat.Ref{Type: chat.Private}
-	err := s.scanOne(ctx, `SELECT c.platform, c.chat_id
-		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-		JOIN conversations c ON c.id = m.conversation_id
-		WHERE sm.session_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
-		ORDER BY sm.message_id DESC LIMIT 1`, []any{sessionID}, &c.Platform, &c.ID)
+	err := s.view(ctx, func(t *txn) error {
+		return t.scanOne(`SELECT c.platform, c.chat_id
+			FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+			JOIN conversations c ON c.id = m.conversation_id
+			WHERE sm.session_id = ? AND m.from_kind = 'human' AND c.kind = 'private'
+			ORDER BY sm.message_id DESC LIMIT 1`, []any{sessionID}, &c.Platform, &c.ID)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return chat.Ref{}, false, nil
 	}

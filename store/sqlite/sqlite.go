@@ -22,12 +22,15 @@ import (
 
 // Store is the SQLite store. It is safe for concurrent use.
 type Store struct {
-	// SQLite has one writer at a time: writes take wmu and run on wc,
-	// the one connection of w, with the statements prepared on it.
-	w      *sql.DB
-	wmu    sync.Mutex
-	wc     *sql.Conn
-	wstmts map[string]*sql.Stmt
+	// Writes run on wc, the one connection of w, with the statements
+	// prepared on it, all on writeLoop's goroutine (writer.go).
+	w       *sql.DB
+	wc      *sql.Conn
+	wstmts  map[string]*sql.Stmt
+	ids     *ids
+	writes  chan writeReq
+	quit    chan struct{}
+	stopped chan struct{}
 
 	r      *sql.DB // readers, beside the writer thanks to WAL
 	rmu    sync.Mutex
@@ -59,7 +62,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Store{w: w, wc: wc, wstmts: make(map[string]*sql.Stmt), rstmts: make(map[string]*sql.Stmt)}
+	s := &Store{
+		w: w, wc: wc, wstmts: make(map[string]*sql.Stmt), ids: newIDs(), rstmts: make(map[string]*sql.Stmt),
+		writes: make(chan writeReq), quit: make(chan struct{}), stopped: make(chan struct{}),
+	}
 	if err := s.migrate(ctx); err != nil {
 		s.closeWriter()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -77,6 +83,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	s.r = r
+	go s.writeLoop()
 	return s, nil
 }
 
@@ -90,15 +97,16 @@ func (s *Store) Close() error {
 		}
 		s.rstmts = nil
 		s.rmu.Unlock()
+		close(s.quit)
+		<-s.stopped
 		s.closeErr = errors.Join(s.r.Close(), s.closeWriter())
 	})
 	return s.closeErr
 }
 
-// closeWriter closes the writer's statements and connection.
+// closeWriter closes the writer's statements and connection, once no
+// write runs.
 func (s *Store) closeWriter() error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	for _, st := range s.wstmts {
 		st.Close()
 	}
@@ -109,73 +117,73 @@ func (s *Store) closeWriter() error {
 // errClosed is returned by calls after Close.
 var errClosed = errors.New("store: closed")
 
-// readStmt returns query prepared on the readers, preparing it on first
-// use: SQLite spends more preparing most of these statements than running
-// them.
-func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	s.rmu.Lock()
-	st, ok := s.rstmts[query]
-	closed := s.rstmts == nil
-	s.rmu.Unlock()
-	if ok {
-		return st, nil
-	}
-	if closed {
-		return nil, errClosed
-	}
-	st, err := s.r.PrepareContext(context.WithoutCancel(ctx), query)
-	if err != nil {
-		return nil, err
-	}
-	s.rmu.Lock()
-	defer s.rmu.Unlock()
-	if prev, ok := s.rstmts[query]; ok || s.rstmts == nil {
-		st.Close()
-		if !ok {
-			return nil, errClosed
-		}
-		return prev, nil
-	}
-	s.rstmts[query] = st
-	return st, nil
-}
-
-// query runs a read on the readers.
-func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := s.readStmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-// scanOne runs a read of one row on the readers and scans it into dest;
-// no row is sql.ErrNoRows.
-func (s *Store) scanOne(ctx context.Context, query string, args []any, dest ...any) error {
-	st, err := s.readStmt(ctx, query)
-	if err != nil {
-		return err
-	}
-	return st.QueryRowContext(ctx, args...).Scan(dest...)
-}
-
-// txn is a write transaction on the writer connection.
+// txn is a transaction: a write transaction on the writer connection
+// (writer.go), or a read transaction on a reader connection. Queries are
+// prepared once per connection and kept: SQLite spends more preparing
+// most of them than running them.
 type txn struct {
 	ctx context.Context
 	s   *Store
+	// tx is a reader's transaction, nil on the writer.
+	tx *sql.Tx
+	// unprepared are the queries a reader's transaction used that the
+	// readers had not prepared yet (see stmt).
+	unprepared []string
+	// learnt is what a write learned of the rows ids remembers.
+	learnt *ids
 }
 
-// stmt returns query prepared on the writer connection. Callers hold wmu.
+// read runs fn in a read transaction on a reader connection: its reads
+// see one snapshot of the database.
+func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	t := &txn{ctx: ctx, s: s, tx: tx}
+	err = fn(t)
+	tx.Rollback()
+	// Prepared for the next reads once this one has let go of its
+	// connection: preparing takes one from the pool.
+	for _, q := range t.unprepared {
+		s.prepareRead(ctx, q)
+	}
+	return err
+}
+
+// view runs fn, a read, on the writer connection, with the writes. A
+// reader connection empties its page cache whenever the database has
+// changed since its last read, so under a stream of writes each of its
+// reads starts cold; the writer's cache holds what every write touched.
+// The reads a turn needs (its turn, history and route) go this way.
+func (s *Store) view(ctx context.Context, fn func(*txn) error) error {
+	return s.write(ctx, fn)
+}
+
+// stmt returns query prepared for t's connection. On a reader the first
+// use prepares it for this transaction alone, and read prepares it for the
+// readers afterwards (preparing for the readers takes a connection of
+// the pool, which may all be held by transactions waiting the same way).
 func (t *txn) stmt(query string) (*sql.Stmt, error) {
-	if st, ok := t.s.wstmts[query]; ok {
+	if t.tx == nil {
+		if st, ok := t.s.wstmts[query]; ok {
+			return st, nil
+		}
+		st, err := t.s.wc.PrepareContext(t.ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		t.s.wstmts[query] = st
 		return st, nil
 	}
-	st, err := t.s.wc.PrepareContext(t.ctx, query)
-	if err != nil {
-		return nil, err
+	t.s.rmu.Lock()
+	st, ok := t.s.rstmts[query]
+	t.s.rmu.Unlock()
+	if ok {
+		return t.tx.StmtContext(t.ctx, st), nil
 	}
-	t.s.wstmts[query] = st
-	return st, nil
+	t.unprepared = append(t.unprepared, query)
+	return t.tx.PrepareContext(t.ctx, query)
 }
 
 func (t *txn) exec(query string, args ...any) (sql.Result, error) {
@@ -212,29 +220,52 @@ func (t *txn) insert(query string, args ...any) (int64, error) {
 	return res.LastInsertId()
 }
 
-// write runs fn in a write transaction and commits it: when write
-// returns nil, all of fn is stored; otherwise none of it.
-func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.wstmts == nil {
-		return errClosed
+// prepareRead prepares query for the readers, unless it is already.
+func (s *Store) prepareRead(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.rmu.Lock()
+	st, ok := s.rstmts[query]
+	closed := s.rstmts == nil
+	s.rmu.Unlock()
+	if ok {
+		return st, nil
 	}
-	// The transaction's own statements run whatever happens to ctx: a
-	// transaction begun is always ended.
-	end := context.WithoutCancel(ctx)
-	if _, err := s.wc.ExecContext(end, "BEGIN IMMEDIATE"); err != nil {
-		return err
+	if closed {
+		return nil, errClosed
 	}
-	err := fn(&txn{ctx: ctx, s: s})
-	if err == nil {
-		_, err = s.wc.ExecContext(end, "COMMIT")
-	}
+	st, err := s.r.PrepareContext(context.WithoutCancel(ctx), query)
 	if err != nil {
-		s.wc.ExecContext(end, "ROLLBACK")
+		return nil, err
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if prev, ok := s.rstmts[query]; ok || s.rstmts == nil {
+		st.Close()
+		if !ok {
+			return nil, errClosed
+		}
+		return prev, nil
+	}
+	s.rstmts[query] = st
+	return st, nil
+}
+
+// query runs a read outside a transaction, on a reader.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.prepareRead(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// scanOne reads one row outside a transaction, on a reader; no row is
+// sql.ErrNoRows.
+func (s *Store) scanOne(ctx context.Context, query string, args []any, dest ...any) error {
+	st, err := s.prepareRead(ctx, query)
+	if err != nil {
 		return err
 	}
-	return nil
+	return st.QueryRowContext(ctx, args...).Scan(dest...)
 }
 
 // Secret returns the named random secret, creating it with n random
@@ -258,10 +289,10 @@ func (s *Store) Secret(ctx context.Context, name string, n int) ([]byte, error) 
 	return v, nil
 }
 
-// micros is how times are stored: Unix microseconds, UTC.
 // timeNow is the store's clock for the rows the caller gives no time for.
 var timeNow = time.Now
 
+// micros is how times are stored: Unix microseconds, UTC.
 func micros(t time.Time) int64 { return t.UTC().UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }

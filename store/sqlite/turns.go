@@ -40,14 +40,28 @@ func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// NextTurn implements sessions.Store.
+// NextTurn implements sessions.Store. The turn and its history are read
+// together, on the writer connection (see view).
 func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int) (sessions.Turn, bool, error) {
-	var t sessions.Turn
+	var turn sessions.Turn
+	var found bool
+	err := s.view(ctx, func(t *txn) (err error) {
+		turn, found, err = t.nextTurn(sessionID, historyLimit)
+		return err
+	})
+	if err != nil {
+		return sessions.Turn{}, false, fmt.Errorf("store: next turn: %w", err)
+	}
+	return turn, found, nil
+}
+
+func (t *txn) nextTurn(sessionID string, historyLimit int) (sessions.Turn, bool, error) {
+	var turn sessions.Turn
 	var delegationID string
-	sdest, sdone := sessionDest(&t.Session)
-	mdest, mdone := messageDest(&t.Message)
-	dest := append([]any{&t.Ref.ID, &t.Text, &t.After, &t.WaitsFor, &delegationID}, sdest...)
-	err := s.scanOne(ctx, `SELECT t.id, t.text, COALESCE(t.after_turn, 0),
+	sdest, sdone := sessionDest(&turn.Session)
+	mdest, mdone := messageDest(&turn.Message)
+	dest := append([]any{&turn.Ref.ID, &turn.Text, &turn.After, &turn.WaitsFor, &delegationID}, sdest...)
+	err := t.scanOne(`SELECT t.id, t.text, COALESCE(t.after_turn, 0),
 		COALESCE((SELECT a.id FROM turns a WHERE a.id = t.after_turn AND a.status = 'pending'), 0),
 		COALESCE(t.delegation_id, ''), `+sessionColumns+`, `+messageColumns+`
 		FROM turns t JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id
@@ -58,39 +72,54 @@ func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int
 		return sessions.Turn{}, false, nil
 	}
 	if err != nil {
-		return t, false, fmt.Errorf("store: next turn: %w", err)
+		return turn, false, err
 	}
 	sdone()
 	mdone()
-	t.Ref.SessionID = t.Session.ID
+	turn.Ref.SessionID = turn.Session.ID
 	if delegationID != "" {
-		d, err := s.Delegation(ctx, delegationID)
+		d, err := t.delegation(delegationID)
 		if err != nil {
-			return t, false, fmt.Errorf("store: next turn %d: %w", t.Ref.ID, err)
+			return turn, false, fmt.Errorf("delegation of turn %d: %w", turn.Ref.ID, err)
 		}
-		t.Delegation = &d
+		turn.Delegation = &d
 	}
-	if t.History, err = s.history(ctx, sessionID, t.Message.ID, historyLimit); err != nil {
-		return t, false, fmt.Errorf("store: next turn %d history: %w", t.Ref.ID, err)
-	}
-	return t, true, nil
+	turn.History, err = t.history(sessionID, turn.Message.ID, historyLimit)
+	return turn, true, err
 }
+
+// historyColumns is the select list of a turn's history: what a brain is
+// shown of a message (its kind, author, text and time).
+const historyColumns = `m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.text, m.created_at`
 
 // history reads the newest limit messages of a session before the
 // message being answered, with the bots' and system messages stored
 // after it (a reply to an earlier message may be stored after it),
 // oldest first.
-func (s *Store) history(ctx context.Context, session string, msgID int64, limit int) ([]chat.Message, error) {
+func (t *txn) history(session string, msgID int64, limit int) ([]chat.Message, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	out, err := scanMessages(s.query(ctx, `SELECT `+messageColumns+`
+	rows, err := t.query(`SELECT `+historyColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-		LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE sm.session_id = ? AND sm.message_id != ? AND (sm.message_id < ? OR m.from_kind != 'human')
-		ORDER BY sm.message_id DESC LIMIT ?`, session, msgID, msgID, limit))
+		ORDER BY sm.message_id DESC LIMIT ?`, session, msgID, msgID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []chat.Message
+	for rows.Next() {
+		var m chat.Message
+		var at int64
+		if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.Text, &at); err != nil {
+			return nil, err
+		}
+		m.Time = fromMicros(at)
+		out = append(out, m)
+	}
 	slices.Reverse(out)
-	return out, err
+	return out, rows.Err()
 }
 
 // CompleteTurn implements sessions.Store.
@@ -101,7 +130,8 @@ func (s *Store) CompleteTurn(ctx context.Context, o sessions.Outcome) (sessions.
 		return tx.complete(o, &done)
 	})
 	if errors.Is(err, errTurnDone) {
-		return sessions.Done{}, nil
+		// Nothing stored; whether turns are left is not known here.
+		return sessions.Done{More: true}, nil
 	}
 	if err != nil {
 		return sessions.Done{}, fmt.Errorf("store: complete turn %d: %w", o.Turn.ID, err)
@@ -135,11 +165,14 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 			}
 			return errTurnDone
 		}
-		var d sql.NullString
-		if err := t.scanOne(`SELECT delegation_id FROM turns WHERE id = ?`, []any{o.Turn.ID}, &d); err != nil {
-			return err
+		if len(o.Artifacts) > 0 {
+			// Artifacts belong to the turn's delegation too.
+			var d sql.NullString
+			if err := t.scanOne(`SELECT delegation_id FROM turns WHERE id = ?`, []any{o.Turn.ID}, &d); err != nil {
+				return err
+			}
+			delegationID = d.String
 		}
-		delegationID = d.String
 	}
 	// Hand-offs and the status change first, so the posts that mention
 	// them carry the status they lead to.
@@ -194,9 +227,12 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 	if o.Turn.ID == 0 {
 		return nil
 	}
-	_, err := t.exec(`UPDATE sessions SET updated_at = ?, resume_id = CASE WHEN ? = '' THEN resume_id ELSE ? END
-		WHERE id = ?`, now, o.ResumeID, o.ResumeID, o.Turn.SessionID)
-	return err
+	if _, err := t.exec(`UPDATE sessions SET updated_at = ?, resume_id = CASE WHEN ? = '' THEN resume_id ELSE ? END
+		WHERE id = ?`, now, o.ResumeID, o.ResumeID, o.Turn.SessionID); err != nil {
+		return err
+	}
+	return t.scanOne(`SELECT EXISTS (SELECT 1 FROM turns WHERE session_id = ? AND status = 'pending')`,
+		[]any{o.Turn.SessionID}, &done.More)
 }
 
 // insertArtifacts stores a turn's artifacts, attached to its first

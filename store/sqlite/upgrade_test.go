@@ -228,7 +228,7 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ids(msgs); !slices.Equal(got, want) {
+		if got := msgIDs(msgs); !slices.Equal(got, want) {
 			t.Errorf("session %s history = %v, want %v", id, got, want)
 		}
 	}
@@ -238,7 +238,7 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := ids(msgs); !slices.Equal(got, want) {
+		if got := msgIDs(msgs); !slices.Equal(got, want) {
 			t.Errorf("room %s history = %v, want %v", key, got, want)
 		}
 	}
@@ -342,7 +342,7 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 	}
 }
 
-func ids(msgs []chat.Message) []int64 {
+func msgIDs(msgs []chat.Message) []int64 {
 	out := []int64{}
 	for _, m := range msgs {
 		out = append(out, m.ID)

@@ -1,0 +1,57 @@
+package sqlite
+
+import "github.com/switchboard-chat/switchboard/sessions"
+
+// ids remembers what the writer has looked up of rows that do not change
+// once written: a conversation's ID by its key, a session's ID by its
+// key, and who takes part in which conversation. Every message needs
+// these, and a look-up costs more than the write it serves. The writer
+// goroutine owns it; what a write learns counts once its transaction has
+// committed (see txn.learn and commit).
+type ids struct {
+	convs    map[convKey]int64
+	sessions map[sessions.Key]string
+	members  map[memberKey]bool
+}
+
+type convKey struct{ platform, chat, bot string }
+
+type memberKey struct {
+	conv     int64
+	kind, id string
+}
+
+func newIDs() *ids {
+	return &ids{convs: make(map[convKey]int64), sessions: make(map[sessions.Key]string), members: make(map[memberKey]bool)}
+}
+
+// merge adds what o learned.
+func (c *ids) merge(o *ids) {
+	for k, v := range o.convs {
+		c.convs[k] = v
+	}
+	for k, v := range o.sessions {
+		c.sessions[k] = v
+	}
+	for k := range o.members {
+		c.members[k] = true
+	}
+}
+
+// known is what a write may rely on: the store's ids when it runs on the
+// writer, nothing on a reader.
+func (t *txn) known() *ids {
+	if t.tx != nil {
+		return nil
+	}
+	return t.s.ids
+}
+
+// learned returns the write's own ids, made when it first learns
+// something.
+func (t *txn) learned() *ids {
+	if t.learnt == nil {
+		t.learnt = newIDs()
+	}
+	return t.learnt
+}
