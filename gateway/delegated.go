@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/chat"
@@ -21,11 +22,10 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 	d := *t.Delegation
 	var o sessions.Outcome
 	if d.Status == delegation.StatusQueued {
-		if err := g.store.UpdateDelegation(ctx, delegation.Update{ID: d.ID, Status: delegation.StatusRunning}); err != nil {
-			// The turn stays unanswered and runs again.
-			log.Error("mark delegation running", "delegation", d.ID, "err", err)
-			<-ctx.Done()
-			return o
+		if !retry(ctx, log, "mark delegation running", func() error {
+			return g.store.UpdateDelegation(ctx, delegation.Update{ID: d.ID, Status: delegation.StatusRunning})
+		}) {
+			return o // stopping: the turn runs again on the next start
 		}
 		d.Status = delegation.StatusRunning
 		g.notify(d)
@@ -160,4 +160,32 @@ func (g *Gateway) settleOpenDelegations(ctx context.Context) error {
 		g.log.Warn("delegation failed after restart", "delegation", d.ID)
 	}
 	return nil
+}
+
+// Store failures inside a turn are retried, holding the session so its
+// order is kept, with this backoff until the gateway stops.
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// retry runs fn until it succeeds or ctx ends; false means ctx ended.
+func retry(ctx context.Context, log *slog.Logger, what string, fn func() error) bool {
+	wait := retryMin
+	for {
+		err := fn()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		log.Error(what+" failed; retrying", "err", err, "wait", wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, retryMax)
+	}
 }

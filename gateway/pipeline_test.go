@@ -454,7 +454,7 @@ func TestTypingWhileTheBrainWorks(t *testing.T) {
 	h.plat.next(t)
 	select {
 	case got := <-tp.typed:
-		t.Errorf("typing shown for an instant answer: %s", got)
+		t.Errorf("typing shown for a quick answer: %s", got)
 	default:
 	}
 	h.deliver(private("web-ann", "matty", "2", "slow"))

@@ -22,10 +22,10 @@ import (
 // crashBots is the configuration of the crash test: two bots whose
 // replies repeat the message, so every reply names the message it answers
 // and two stored replies to one message would show. Matty's script brain
-// answers at once, on the instant path when the session is idle; Finn's
-// program takes a while, so its session's turns queue up behind a burst
-// and many replies are still to be made when the kill comes. (The new
-// message is the last line of an exec brain's prompt.)
+// answers at once; Finn's program takes a while, so its session's turns
+// queue up behind a burst and many replies are still to be made when the
+// kill comes. (The new message is the last line of an exec brain's
+// prompt.)
 const crashBots = `
 gateway:
   listen: %s
@@ -49,11 +49,10 @@ bots:
 
 // Crash test sizes: each even client sends Finn a burst of crashBurst
 // messages (the widget allows bursts of 40), then one per crashSendGap;
-// each odd client sends Matty one per crashSendGap from the start, so its
-// messages after the first find their session idle and take the instant
-// path. The gateway is killed once crashAcks messages are acknowledged
-// and some turn has taken the instant path, while Finn's replies to the
-// bursts are still being made.
+// each odd client sends Matty one per crashSendGap from the start, each
+// answered before the next. The gateway is killed once crashAcks messages
+// are acknowledged, while Finn's replies to the bursts are still being
+// made.
 const (
 	crashClients = 24
 	crashBurst   = 30
@@ -364,9 +363,8 @@ func (c *crashClient) outboxState(text string) string {
 	defer db.Close()
 	var status string
 	var attempts int
-	// (An instant exchange's reply is in its row's reply_text.)
 	err = db.QueryRow(`SELECT o.status, o.attempts FROM outbox o JOIN messages m ON m.id = o.message_id
-		WHERE m.text = ?1 AND m.from_kind = 'bot' OR m.reply_text = ?1`, text).Scan(&status, &attempts)
+		WHERE m.text = ? AND m.from_kind = 'bot'`, text).Scan(&status, &attempts)
 	if err != nil {
 		return err.Error()
 	}

@@ -142,7 +142,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 
 // startCPUProfile writes a CPU profile of the process to path until the
 // returned function is called (SWITCHBOARD_CPUPROFILE; see
-// docs/performance.md).
+// docs/operations.md).
 func startCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -159,7 +159,7 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 // writeAllocProfile writes what the process allocated, from its start, to
-// path (SWITCHBOARD_MEMPROFILE; see docs/performance.md).
+// path (SWITCHBOARD_MEMPROFILE; see docs/operations.md).
 func writeAllocProfile(path string, stderr io.Writer) {
 	f, err := os.Create(path)
 	if err == nil {

@@ -19,7 +19,7 @@ import (
 
 // readMetrics reads metrics in the Prometheus text format into their values
 // by series: the metric's name with its labels as the text format writes
-// them, sorted by name, such as `switchboard_turns_total{path="instant"}`.
+// them, sorted by name, such as `switchboard_events_in_total{platform="web"}`.
 // A histogram gives one series per bucket (name_bucket, with le last) and
 // its name_sum and name_count.
 func readMetrics(r io.Reader) (map[string]float64, error) {

@@ -9,10 +9,6 @@
 -- chat's), its user, and reply_to the person's platform message ID.
 -- Everything that names the exchange (the session link, the dedupe key,
 -- the reply's outbox entry and platform IDs) names the row.
---
--- It halves the rows and statements an instant exchange costs, the
--- largest part of the gateway's CPU per message under load: see
--- docs/performance.md, round 11.
 
 ALTER TABLE messages ADD COLUMN reply_at INTEGER;
 ALTER TABLE messages ADD COLUMN reply_from_id TEXT NOT NULL DEFAULT '';

@@ -4,12 +4,9 @@
 --
 -- Their rows are derived data: the committer writes them from messages
 -- it has just stored (and Open writes again those a crash left out, from
--- the messages themselves), nothing deletes a message or a session, and
--- checkIndexes in the store's tests compares them with the messages. The
--- declared references made SQLite look up a session and a message for
--- every row written, about 1.3 µs of the 3.3 µs a row cost under load:
--- some 2.5% of the gateway's CPU per message (docs/performance.md,
--- round 13).
+-- the messages themselves), and nothing deletes a message or a session.
+-- The declared references made SQLite look up a session and a message
+-- for every row written. (Migration 0011 declares them again.)
 --
 -- SQLite cannot drop a reference in place: each table is copied into a
 -- new one without it, the old one dropped and the new one renamed, as in
