@@ -28,6 +28,10 @@ func TestBenchQuick(t *testing.T) {
 		t.Fatalf("bench -quick exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
 	for _, figure := range []string{
+		"model turns/s (openai brain, 20 visitors)",
+		"ideal 100/s = 20 / 200 ms",
+		"model turn latency p50 / p99",
+		"gateway CPU per model turn",
 		"throughput /ws",
 		"latency p50 / p99 at that load",
 		"latency p50 / p99 at 100 msg/s offered",
@@ -40,6 +44,11 @@ func TestBenchQuick(t *testing.T) {
 		}
 	}
 	for _, note := range []string{
+		"targets (issue 22): model turns ≥ 95% of visitors / model latency; script /ws ≥ 5,000 msg/s",
+		"model: a turn is send → the bot's reply frame",
+		"model: in the window the fake server answered",
+		"model: over the window the machine's CPUs were",
+		"run time: ",
 		"over the gateway's closed loops the machine's CPUs were",
 		"2 rounds of 600ms closed loops of the echo server and the gateway, the gateway first in every other round",
 		"CPUs busy on the two alone",
@@ -56,10 +65,10 @@ func TestBenchQuick(t *testing.T) {
 
 func TestSplit(t *testing.T) {
 	p := usage{busy: 9 * time.Second, idle: time.Second, server: 6 * time.Second, client: 2 * time.Second}
-	if got, want := p.split("gateway"), "90% busy: gateway 60%, load client 20%, the rest 10%"; got != want {
+	if got, want := p.split("gateway", "load client"), "90% busy: gateway 60%, load client 20%, the rest 10%"; got != want {
 		t.Errorf("split = %q, want %q", got, want)
 	}
-	if got := (usage{}).split("echo"); got != "no CPU reading" {
+	if got := (usage{}).split("echo", "load client"); got != "no CPU reading" {
 		t.Errorf("empty split = %q", got)
 	}
 }

@@ -18,11 +18,11 @@ import (
 // The load client speaks the /ws protocol (SPEC §7) the same way to the
 // gateway and to the echo server: it sends `send` frames whose text ends
 // in a sequence number and waits for the frame that answers each one. The
-// gateway answers with the bot's `message` (the script brain's reply
-// repeats the text, so it ends in the same number); the echo server
-// returns the `send` frame itself. Everything else (hello, typing, ack) is
-// read and skipped: the gateway's extra frames are part of what a widget
-// pays per message, so they count against the gateway.
+// gateway answers with the bot's `message` (the script brain's reply and
+// the fake model's repeat the text, so they end in the same number); the
+// echo server returns the `send` frame itself. Everything else (hello,
+// typing, ack) is read and skipped: the gateway's extra frames are part of
+// what a widget pays per message, so they count against the gateway.
 
 // sendGap keeps a connection under the widget's limit (SPEC §7: more than
 // 20 frames/s sustained is refused): it sends at most one message per
@@ -200,27 +200,37 @@ func (r *loadResult) addUnanswered(mu *sync.Mutex, n int) {
 	mu.Unlock()
 }
 
+// schedule is a closed loop's timetable: every connection sends its
+// first message at a random moment of the warm-up, so that the window
+// sees a steady state rather than the burst of every connection's first
+// message at once, and the answers that arrive in the window after the
+// warm-up are measured.
+type schedule struct {
+	start, warm, end time.Time
+}
+
+// newSchedule starts now: warm-up, then the measured window.
+func newSchedule(warmUp, window time.Duration) schedule {
+	start := time.Now()
+	return schedule{start: start, warm: start.Add(warmUp), end: start.Add(warmUp + window)}
+}
+
 // closedLoop drives every connection with one message in flight at a time
 // (send, wait for the answer, send the next no sooner than sendGap after
-// the last) for d, and measures the answers that arrive after a warm-up
-// of d/5. Throughput is then what the server sustains, up to the client's
+// the last) until s ends, and measures the answers that arrive in s's
+// window. Throughput is then what the server sustains, up to the client's
 // ceiling of len(conns)/sendGap.
-func closedLoop(conns []*websocket.Conn, bot string, d time.Duration) loadResult {
-	start := time.Now()
-	warm, end := start.Add(d/5), start.Add(d)
-	res := loadResult{window: end.Sub(warm)}
+func closedLoop(conns []*websocket.Conn, bot string, s schedule) loadResult {
+	res := loadResult{window: s.end.Sub(s.warm)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, ws := range conns {
 		wg.Go(func() {
-			// Ramp up: spread the first sends over the warm-up, so the
-			// window sees a steady state rather than the burst of every
-			// connection's first message at once.
-			time.Sleep(rand.N(warm.Sub(start)))
+			time.Sleep(rand.N(s.warm.Sub(s.start)))
 			var lat []time.Duration
 			completed, answers := 0, 0
-			ws.SetReadDeadline(end.Add(10 * time.Second))
-			for seq := 0; time.Now().Before(end); seq++ {
+			ws.SetReadDeadline(s.end.Add(10 * time.Second))
+			for seq := 0; time.Now().Before(s.end); seq++ {
 				t0 := time.Now()
 				if err := sendMessage(ws, bot, seq); err != nil {
 					res.merge(&mu, answers, completed, lat, 1, fmt.Errorf("write: %w", err))
@@ -240,7 +250,7 @@ func closedLoop(conns []*websocket.Conn, bot string, d time.Duration) loadResult
 				answers++
 				// Count what arrives inside the window, whenever it was
 				// sent: under overload latencies exceed the window.
-				if now := time.Now(); now.After(warm) && !now.After(end) {
+				if now := time.Now(); now.After(s.warm) && !now.After(s.end) {
 					completed++
 					lat = append(lat, now.Sub(t0))
 				}
@@ -265,11 +275,16 @@ func awaitAnswer(ws *websocket.Conn, seq int) error {
 		if f.Type == "error" {
 			return fmt.Errorf("error frame %s: %s", f.Code, f.Message)
 		}
-		if n, ok := answer(&f); ok {
-			if n == seq {
-				return nil
-			}
+		n, ok := answer(&f)
+		switch {
+		case ok && n == seq:
+			return nil
+		case ok:
 			return fmt.Errorf("answer %d while waiting for %d", n, seq)
+		case f.Type == "message" && f.From.Kind == "bot":
+			// Every reply of the bench's bots names its message, so this
+			// is something else: the apology of a turn whose brain failed.
+			return fmt.Errorf("waiting for answer %d, the bot said %q", seq, f.Text)
 		}
 	}
 }

@@ -1,17 +1,21 @@
 // Command bench measures Switchboard the way an operator would judge it
 // and prints one table from one run: each figure next to a baseline
 // measured in the same run on the same machine, and the target of
-// issue 7.
+// issue 22.
 //
-//	go run ./internal/bench            # the full run (about 1.5 minutes)
+//	go run ./internal/bench            # the full run (about 70 s on 2 CPUs)
 //	go run ./internal/bench -quick     # a smoke test: small counts
 //
 // The gateway is the real binary (built with `go build` unless -bin names
-// one), started as a child process on a generated config with the script
-// brain and SQLite persistence; the load client talks to it over loopback
-// /ws. The WebSocket baseline is a bare gorilla/websocket echo server,
-// this same program re-executed as a child, driven by the same client
-// code. Progress goes to standard error, the table to standard output.
+// one), started as a child process on a generated config with SQLite
+// persistence; the load client talks to it over loopback /ws. The model
+// phase gives it an openai bot whose server is a fake OpenAI-compatible
+// one inside this program, answering after a fixed latency; its baseline
+// is the rate the visitors would reach if the gateway took no time. The
+// other phases use script bots; their WebSocket baseline is a bare
+// gorilla/websocket echo server, this same program re-executed as a
+// child, driven by the same client code. Progress goes to standard error,
+// the table to standard output.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,6 +42,12 @@ func main() {
 type options struct {
 	quick    bool
 	duration time.Duration
+	// visitors drive the model phase, each with one turn in flight; the
+	// fake model answers each request after modelLatency; the phase
+	// measures duration after a warm-up of modelWarm.
+	visitors     int
+	modelLatency time.Duration
+	modelWarm    time.Duration
 	// conns drive the closed-loop throughput phase, which alternates
 	// rounds times between the echo server and the gateway.
 	conns, rounds int
@@ -50,16 +61,20 @@ type options struct {
 	startups  int
 	bin       string
 	keepFiles bool
-	// only, when set, names the phases to run (web, store, memory,
-	// delegation, startup).
+	// only, when set, names the phases to run (see phaseNames).
 	only map[string]bool
 }
 
 // fullOptions and quickOptions are the two presets; flags override them.
 var (
-	fullOptions  = options{duration: 5 * time.Second, conns: 3000, rounds: 3, rate: 2000, rateConns: 200, idle: 5000, handoffs: 50, startups: 5}
-	quickOptions = options{quick: true, duration: 600 * time.Millisecond, conns: 20, rounds: 2, rate: 100, rateConns: 10, idle: 50, handoffs: 3, startups: 1}
+	fullOptions = options{duration: 5 * time.Second, visitors: 2000, modelLatency: 200 * time.Millisecond, modelWarm: 2 * time.Second,
+		conns: 3000, rounds: 3, rate: 2000, rateConns: 200, idle: 5000, handoffs: 50, startups: 5}
+	quickOptions = options{quick: true, duration: 600 * time.Millisecond, visitors: 20, modelLatency: 200 * time.Millisecond, modelWarm: 400 * time.Millisecond,
+		conns: 20, rounds: 2, rate: 100, rateConns: 10, idle: 50, handoffs: 3, startups: 1}
 )
+
+// phaseNames are the phases in the order they run, for -only.
+var phaseNames = []string{"web", "model", "memory", "delegation", "startup"}
 
 // run parses the command line, runs the bench and prints the table.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -67,12 +82,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "small counts and short phases: a smoke test, not a measurement")
 	duration := fs.Duration("duration", 0, "length of each timed phase (default 5s, 600ms with -quick)")
+	visitors := fs.Int("visitors", 0, "widget visitors of the model phase (default 2000, 20 with -quick)")
+	modelLatency := fs.Duration("model-latency", 0, "the fake model's time per request (default 200ms)")
 	conns := fs.Int("conns", 0, "connections for the throughput phase (default 3000)")
 	rounds := fs.Int("rounds", 0, "closed loops alternating echo and gateway for the throughput figure (default 3, 2 with -quick)")
 	idle := fs.Int("idle", 0, "idle connections for the memory figure (default 5000)")
 	bin := fs.String("bin", "", "gateway binary to measure (default: go build ./cmd/switchboard into a temp dir)")
 	keep := fs.Bool("keep", false, "keep the temp dir (configs, databases, server logs)")
-	only := fs.String("only", "", "comma-separated phases to run: web, store, memory, delegation, startup (default all)")
+	only := fs.String("only", "", "comma-separated phases to run: "+strings.Join(phaseNames, ", ")+" (default all)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -82,6 +99,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *duration > 0 {
 		opts.duration = *duration
+	}
+	if *visitors > 0 {
+		opts.visitors = *visitors
+	}
+	if *modelLatency > 0 {
+		opts.modelLatency = *modelLatency
 	}
 	if *conns > 0 {
 		opts.conns = *conns
@@ -96,17 +119,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		opts.only = map[string]bool{}
 		for p := range strings.SplitSeq(*only, ",") {
-			opts.only[strings.TrimSpace(p)] = true
+			p = strings.TrimSpace(p)
+			if !slices.Contains(phaseNames, p) {
+				fmt.Fprintf(stderr, "bench: -only: no phase %q (phases: %s)\n", p, strings.Join(phaseNames, ", "))
+				return 2
+			}
+			opts.only[p] = true
 		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	b := &bench{opts: opts, log: stderr, loadBefore: loadAverage()}
+	b := &bench{opts: opts, log: stderr, loadBefore: loadAverage(), started: time.Now()}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
+	b.runTimeNote()
 	printTable(stdout, b.header(), b.rows, b.notes)
 	if b.failed {
 		return 1
@@ -126,6 +155,13 @@ type bench struct {
 	// loadBefore is /proc/loadavg at the start: other work on the machine
 	// skews every figure, so the header shows it.
 	loadBefore string
+	// started is when the run began; took lists how long the build and
+	// each phase took, for the run-time note.
+	started time.Time
+	took    []string
+	// scriptCPU is the gateway's CPU per answered message in the script
+	// closed loop, the model phase's baseline for its CPU per turn.
+	scriptCPU time.Duration
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -157,8 +193,11 @@ func (b *bench) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("raise RLIMIT_NOFILE: %w", err)
 	}
-	if need := uint64(max(b.opts.idle, b.opts.conns) + 256); limit < need {
-		return fmt.Errorf("RLIMIT_NOFILE hard limit %d is below the %d descriptors needed; raise it or use -idle/-conns", limit, need)
+	// The model phase holds two descriptors per visitor in this process
+	// (its WebSocket and the fake server's end of the gateway's request)
+	// and two in the gateway.
+	if need := uint64(max(b.opts.idle, b.opts.conns, 2*b.opts.visitors) + 256); limit < need {
+		return fmt.Errorf("RLIMIT_NOFILE hard limit %d is below the %d descriptors needed; raise it or use -idle/-conns/-visitors", limit, need)
 	}
 	b.tmp, err = os.MkdirTemp("", "switchboard-bench-")
 	if err != nil {
@@ -172,33 +211,55 @@ func (b *bench) run(ctx context.Context) error {
 	b.bin = b.opts.bin
 	if b.bin == "" {
 		b.progress("building the gateway")
+		t0 := time.Now()
 		if b.bin, err = buildGateway(ctx, b.tmp); err != nil {
 			return err
 		}
+		b.took = append(b.took, "build "+roundTime(time.Since(t0)).String())
 	}
 
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
-		{"web", b.webLoad},
-		{"memory", b.idleMemory},
-		{"delegation", b.delegation},
-		{"startup", b.startup},
+	// The web phase runs before the model phase, whose CPU per turn is
+	// set beside the script path's.
+	steps := map[string]func(context.Context) error{
+		"web":        b.webLoad,
+		"model":      b.modelTurns,
+		"memory":     b.idleMemory,
+		"delegation": b.delegation,
+		"startup":    b.startup,
 	}
-	for _, s := range steps {
+	for _, name := range phaseNames {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if b.opts.only != nil && !b.opts.only[s.name] {
+		if b.opts.only != nil && !b.opts.only[name] {
 			continue
 		}
-		if err := s.fn(ctx); err != nil {
-			b.fail(s.name, err)
+		t0 := time.Now()
+		if err := steps[name](ctx); err != nil {
+			b.fail(name, err)
 		}
+		b.took = append(b.took, name+" "+roundTime(time.Since(t0)).String())
+		b.progress("%s phase took %s", name, roundTime(time.Since(t0)))
 	}
 	return ctx.Err()
 }
+
+// runTimeNote says how long the run took, judged against its target
+// when every phase ran at full size.
+func (b *bench) runTimeNote() {
+	took := time.Since(b.started)
+	judged := "the target, under " + minutes(targetRunTime) + ", is for a full run of every phase"
+	if !b.opts.quick && b.opts.only == nil {
+		judged = fmt.Sprintf("target under %s: %s", minutes(targetRunTime), verdict(took < targetRunTime, false))
+	}
+	b.note("run time: %s from start to table (%s); %s.", roundTime(took), strings.Join(b.took, ", "), judged)
+}
+
+// minutes formats d in minutes: "3 min".
+func minutes(d time.Duration) string { return fmt.Sprintf("%g min", d.Minutes()) }
+
+// roundTime rounds d for reading: to 0.1 s.
+func roundTime(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
 
 // header describes the run and the machine.
 func (b *bench) header() []string {
@@ -208,6 +269,8 @@ func (b *bench) header() []string {
 	}
 	return []string{
 		"Switchboard bench — " + time.Now().UTC().Format("2006-01-02 15:04 UTC") + ", " + mode,
+		fmt.Sprintf("targets (issue 22): model turns ≥ %.0f%% of visitors / model latency; script /ws ≥ %s msg/s, p99 < %s at 2,000 msg/s offered; idle connection < %s; delegation overhead < %s; start-up < %s; a table run < %s",
+			100*targetModelShare, thousands(targetThroughput), ms(targetP99), kib(targetIdleBytes), ms(targetDelegation), ms(targetStartup), minutes(targetRunTime)),
 		fmt.Sprintf("machine: %d CPUs (%s), %s %s/%s; load average %s before, %s after",
 			runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH, b.loadBefore, loadAverage()),
 	}

@@ -20,13 +20,15 @@ import (
 // The gateway under test is the real binary, built from this module and
 // started as a child process on a generated configuration, so the figures
 // include everything an operator runs: config loading, migrations, the
-// store, the web adapter and the script brain.
+// store, the web adapter and the brains (script, and openai against the
+// bench's fake model server).
 const gatewayPkg = "github.com/switchboard-chat/switchboard/cmd/switchboard"
 
-// benchBots is the bench's bots.yaml: two script bots on the web, Matty
-// allowed to hand work to Finn. Replies are unique per message, so a reply
-// names the message it answers.
-const benchBots = `
+// scriptBots is the bots.yaml of the script phases: two script bots on
+// the web, Matty allowed to hand work to Finn. Replies are unique per
+// message, so a reply names the message it answers.
+func scriptBots(listen string) string {
+	return fmt.Sprintf(`
 gateway:
   listen: %s
   database: bench.db
@@ -50,7 +52,36 @@ bots:
       default: '{{if .Delegation}}Finn built: {{.Text}}{{else}}Finn heard: {{.Text}}{{end}}'
     platforms:
       web: {}
-`
+`, listen)
+}
+
+// modelBot is the bot of the model phase.
+const modelBot = "modelbot"
+
+// modelBots returns the bots.yaml of the model phase: one openai bot on
+// the web whose server is the bench's fake model at baseURL, with the
+// brain's defaults otherwise (20 messages of history per request, no key).
+// A bot with no one to hand work to is offered no tool.
+func modelBots(baseURL string) func(listen string) string {
+	return func(listen string) string {
+		return fmt.Sprintf(`
+gateway:
+  listen: %s
+  database: bench.db
+bots:
+  - id: %s
+    name: Model Bot
+    persona: You are Model Bot, a concise assistant.
+    brain:
+      kind: openai
+      base_url: %s
+      model: bench
+      timeout: 30s
+    platforms:
+      web: {}
+`, listen, modelBot, baseURL)
+	}
+}
 
 // benchUsers is the bench's users.yaml; every bench client is anonymous.
 const benchUsers = "users: []\n"
@@ -117,13 +148,12 @@ type server struct {
 	ready   time.Duration
 	// waitCh receives cmd.Wait's result once the child exits.
 	waitCh chan error
-	// metrics says the server serves the gateway's /metrics.
-	metrics bool
 }
 
-// startGateway writes a fresh config dir under parent and starts the
+// startGateway writes a fresh config dir under parent, its bots.yaml
+// made by bots for the address the gateway will listen on, and starts the
 // gateway binary on it, returning once /healthz answers 200.
-func startGateway(ctx context.Context, bin, parent string) (*server, error) {
+func startGateway(ctx context.Context, bin, parent string, bots func(listen string) string) (*server, error) {
 	dir, err := os.MkdirTemp(parent, "gateway-")
 	if err != nil {
 		return nil, err
@@ -132,7 +162,7 @@ func startGateway(ctx context.Context, bin, parent string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), fmt.Appendf(nil, benchBots, addr), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots(addr)), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(benchUsers), 0o644); err != nil {
@@ -140,12 +170,7 @@ func startGateway(ctx context.Context, bin, parent string) (*server, error) {
 	}
 	cmd := exec.Command(bin, "serve", "--config", dir)
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=bench")
-	s, err := startServer(ctx, "gateway", cmd, addr, filepath.Join(dir, "serve.log"))
-	if err != nil {
-		return nil, err
-	}
-	s.metrics = true
-	return s, nil
+	return startServer(ctx, "gateway", cmd, addr, filepath.Join(dir, "serve.log"))
 }
 
 // startEcho starts this program again as a bare gorilla/websocket echo

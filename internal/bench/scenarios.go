@@ -110,7 +110,7 @@ func delegationOverhead(ctx context.Context, addr string, n int) (delegationResu
 func startupTimes(ctx context.Context, bin, parent string, runs int) (gateway, echo time.Duration, err error) {
 	var gw, ec []time.Duration
 	for range runs {
-		s, err := startGateway(ctx, bin, parent)
+		s, err := startGateway(ctx, bin, parent, scriptBots)
 		if err != nil {
 			return 0, 0, err
 		}

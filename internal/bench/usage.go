@@ -60,16 +60,17 @@ func (u usage) plus(o usage) usage {
 }
 
 // split says how the machine's CPUs were used in a phase, as shares of
-// what they could have done: "96% busy: gateway 74%, load client 21%, the
+// what they could have done, with server and client naming the server
+// process and this one: "96% busy: gateway 74%, load client 21%, the
 // rest 1%".
-func (p usage) split(who string) string {
+func (p usage) split(server, client string) string {
 	total := p.busy + p.idle
 	if total <= 0 {
 		return "no CPU reading"
 	}
 	rest := max(p.busy-p.server-p.client, 0)
-	return fmt.Sprintf("%.0f%% busy: %s %.0f%%, load client %.0f%%, the rest %.0f%%",
-		p.pct(p.busy), who, p.pct(p.server), p.pct(p.client), p.pct(rest))
+	return fmt.Sprintf("%.0f%% busy: %s %.0f%%, %s %.0f%%, the rest %.0f%%",
+		p.pct(p.busy), server, p.pct(p.server), client, p.pct(p.client), p.pct(rest))
 }
 
 // pct is d as a share of what the machine's CPUs could have done in the
