@@ -60,8 +60,10 @@ type Config struct {
 	Temperature *float64
 	// MaxTokens is sent as max_tokens when positive.
 	MaxTokens int
-	// HTTPClient makes the requests; nil means a client without a
-	// timeout of its own (the turn's context bounds it).
+	// HTTPClient makes the requests; nil means a client of the brain's
+	// own without a timeout (the turn's context bounds each request) that
+	// keeps up to maxIdlePerHost connections to the server open between
+	// turns.
 	HTTPClient *http.Client
 	// Logger receives retries and failures; nil means slog.Default().
 	Logger *slog.Logger
@@ -149,7 +151,12 @@ func New(cfg Config) (*Brain, error) {
 		b.timeout = DefaultTimeout
 	}
 	if b.client == nil {
-		b.client = &http.Client{}
+		// Go's default transport keeps two idle connections per host:
+		// with more turns than that in flight, most requests would dial
+		// the server anew.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdlePerHost, maxIdlePerHost
+		b.client = &http.Client{Transport: t}
 	}
 	if b.log == nil {
 		b.log = slog.Default()
@@ -217,6 +224,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// maxIdlePerHost is how many idle connections to its server a brain
+// keeps open.
+const maxIdlePerHost = 256
 
 // jitter is "equal jitter": a random duration in [d/2, d], so clients
 // that failed together do not retry together.
