@@ -192,9 +192,14 @@ func (o *Outbox) work(key laneKey, l *lane) {
 		wakes := l.wakes
 		o.mu.Unlock()
 
-		parked := o.deliver(e)
+		parked := o.deliver(&e)
 
 		o.mu.Lock()
+		if parked {
+			// The head keeps what this try learned: the parts it sent
+			// and the attempts it made.
+			l.items[0] = e
+		}
 		if parked && l.wakes != wakes && o.ctx.Err() == nil {
 			continue // the recipient came back while we failed to reach it
 		}
@@ -209,8 +214,9 @@ func (o *Outbox) work(key laneKey, l *lane) {
 }
 
 // deliver tries one entry until it is sent, failed for good, or its
-// recipient is unreachable (parked is then true and it stays pending).
-func (o *Outbox) deliver(e Entry) (parked bool) {
+// recipient is unreachable (parked is then true and it stays pending). It
+// records in e the parts sent and the attempts made.
+func (o *Outbox) deliver(e *Entry) (parked bool) {
 	log := o.log.With("outbox", e.OutboxID, "platform", e.Platform, "bot", e.Bot)
 	for {
 		p, ok := o.sender(e.Platform)
@@ -218,7 +224,7 @@ func (o *Outbox) deliver(e Entry) (parked bool) {
 			log.Warn("platform not running; reply kept for later")
 			return true
 		}
-		id, err := o.sendParts(p, &e)
+		id, err := o.sendParts(p, e)
 		if err == nil {
 			o.obs.EventOut(e.Platform)
 			if err := o.store.MarkSent(o.marks, e.OutboxID, id); err != nil {
@@ -235,14 +241,14 @@ func (o *Outbox) deliver(e Entry) (parked bool) {
 		case errors.Is(err, ErrUnreachable):
 			return true
 		case errors.Is(err, ErrPermanent):
-			o.fail(log, e, err)
+			o.fail(log, *e, err)
 			return false
 		case errors.As(err, &ra):
 			wait = ra.After
 		default:
 			e.Attempt++
 			if e.Attempt >= maxAttempts {
-				o.fail(log, e, err)
+				o.fail(log, *e, err)
 				return false
 			}
 			if err := o.store.MarkAttempt(o.marks, e.OutboxID, err.Error()); err != nil {

@@ -146,6 +146,10 @@ func (r *Runner) work(session string) {
 	defer r.wg.Done()
 	log := r.log.With("session", session)
 	for {
+		if r.ctx.Err() != nil {
+			r.leave(session)
+			return
+		}
 		r.mu.Lock()
 		r.active[session] = false
 		ended := r.ended
