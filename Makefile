@@ -36,9 +36,9 @@ lint: deps
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# One table from one run (about 2.5 minutes): the gateway binary against a
-# bare WebSocket echo server and a bare SQLite insert loop on this machine;
-# see docs/performance.md. BENCHFLAGS=-quick for a smoke run.
+# One table from one run (about 75 seconds): the gateway binary against a
+# bare WebSocket echo server and a fake model server on this machine; see
+# docs/performance.md. BENCHFLAGS=-quick for a smoke run.
 bench: deps
 	$(GO) run ./internal/bench $(BENCHFLAGS)
 

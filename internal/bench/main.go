@@ -85,6 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	visitors := fs.Int("visitors", 0, "widget visitors of the model phase (default 2000, 20 with -quick)")
 	modelLatency := fs.Duration("model-latency", 0, "the fake model's time per request (default 200ms)")
 	conns := fs.Int("conns", 0, "connections for the throughput phase (default 3000)")
+	rate := fs.Float64("rate", 0, "messages per second offered in the fixed-load phase (default 2000; the target is for 2000)")
 	rounds := fs.Int("rounds", 0, "closed loops alternating echo and gateway for the throughput figure (default 3, 2 with -quick)")
 	idle := fs.Int("idle", 0, "idle connections for the memory figure (default 5000)")
 	bin := fs.String("bin", "", "gateway binary to measure (default: go build ./cmd/switchboard into a temp dir)")
@@ -102,6 +103,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *visitors > 0 {
 		opts.visitors = *visitors
+	}
+	if *rate > 0 {
+		opts.rate = *rate
 	}
 	if *modelLatency > 0 {
 		opts.modelLatency = *modelLatency

@@ -32,6 +32,9 @@ type Store struct {
 	quit    chan struct{}
 	stopped chan struct{}
 
+	ck           *sql.DB // the checkpointer's connection (checkpoint.go)
+	checkpointed chan struct{}
+
 	r      *sql.DB // readers, beside the writer thanks to WAL
 	rmu    sync.Mutex
 	rstmts map[string]*sql.Stmt
@@ -65,6 +68,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s := &Store{
 		w: w, wc: wc, wstmts: make(map[string]*sql.Stmt), ids: newIDs(), rstmts: make(map[string]*sql.Stmt),
 		writes: make(chan writeReq), quit: make(chan struct{}), stopped: make(chan struct{}),
+		checkpointed: make(chan struct{}),
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.closeWriter()
@@ -83,7 +87,23 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	s.r = r
+	q.Del("mode")
+	ck, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err == nil {
+		_, err = wc.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", backstopPages))
+	}
+	if err != nil {
+		if ck != nil {
+			ck.Close()
+		}
+		r.Close()
+		s.closeWriter()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	ck.SetMaxOpenConns(1)
+	s.ck = ck
 	go s.writeLoop()
+	go s.checkpointLoop(ck)
 	return s, nil
 }
 
@@ -99,7 +119,8 @@ func (s *Store) Close() error {
 		s.rmu.Unlock()
 		close(s.quit)
 		<-s.stopped
-		s.closeErr = errors.Join(s.r.Close(), s.closeWriter())
+		<-s.checkpointed
+		s.closeErr = errors.Join(s.r.Close(), s.ck.Close(), s.closeWriter())
 	})
 	return s.closeErr
 }
