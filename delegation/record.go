@@ -106,22 +106,11 @@ type Filter struct {
 // ErrNotFound is returned for a record or artifact that does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store holds delegation records. It is what this package and the
-// gateway read and change of them outside a turn's outcome.
-type Store interface {
+// Records reads delegation records by ID: what Chain needs.
+type Records interface {
 	// Delegation returns one record with its inputs and artifacts, or
 	// an error wrapping ErrNotFound.
 	Delegation(ctx context.Context, id string) (Record, error)
-	// Delegations lists the records matching f, newest first.
-	Delegations(ctx context.Context, f Filter) ([]Record, error)
-	// UpdateDelegation changes a record's status.
-	UpdateDelegation(ctx context.Context, u Update) error
-	// OpenDelegations lists queued and running records that have no
-	// pending turn: work a restart interrupted.
-	OpenDelegations(ctx context.Context) ([]Record, error)
-	// Artifacts loads artifacts with their content, in the order asked;
-	// an unknown ID is an error wrapping ErrNotFound.
-	Artifacts(ctx context.Context, ids []string) ([]chat.Artifact, error)
 }
 
 // maxChain bounds a chain read from the records, against a cycle in them.
@@ -129,7 +118,7 @@ const maxChain = 64
 
 // Chain lists the bots that handed work down to parent's target, root
 // first, from the stored records (never from message text).
-func Chain(ctx context.Context, s Store, parent Record) ([]string, error) {
+func Chain(ctx context.Context, s Records, parent Record) ([]string, error) {
 	chain := []string{parent.From}
 	for id, hops := parent.ParentID, 0; id != ""; hops++ {
 		if hops > maxChain {

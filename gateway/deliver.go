@@ -10,10 +10,16 @@ import (
 
 // Deliver is the pipeline's entry (Host.Deliver): it checks ev, resolves
 // its sender, decides which bots it addresses, stores it with their turns
-// and wakes their sessions.
+// and wakes their sessions. Before Start is done it waits for it, or for
+// ctx.
 func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 	if g.stopped.Load() {
 		return Receipt{}, ErrStopped
+	}
+	select {
+	case <-g.started:
+	case <-ctx.Done():
+		return Receipt{}, fmt.Errorf("deliver: waiting for the gateway to start: %w", ctx.Err())
 	}
 	if err := ev.Validate(); err != nil {
 		return Receipt{}, fmt.Errorf("%w: %v", ErrInvalidEvent, err)

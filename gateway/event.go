@@ -44,9 +44,11 @@ type Event struct {
 	ReplyTo string
 	Time    time.Time
 	// OnStored, if set, is called by Deliver once the message is stored
-	// (or found to be a duplicate), before any bot starts on it, so that
-	// an adapter can acknowledge it ahead of the replies. It must not
-	// block.
+	// (or found to be a duplicate) and before Deliver wakes the sessions
+	// that owe it an answer, so that an adapter can acknowledge it
+	// ahead of the replies. A session already busy with an earlier
+	// message may pick the new one up sooner; its reply still has a
+	// brain turn and the outbox to pass. It must not block.
 	OnStored func(Receipt) `json:"-"`
 }
 

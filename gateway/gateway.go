@@ -39,8 +39,8 @@ var (
 type Options struct {
 	// Store is what the gateway reads and writes itself.
 	Store Store
-	// Sessions holds the sessions and their turns, for the runner.
-	Sessions sessions.Store
+	// Sessions holds the sessions and their turns.
+	Sessions SessionStore
 	// Outbox records deliveries.
 	Outbox outbox.Store
 	Logger *slog.Logger
@@ -55,7 +55,7 @@ type Options struct {
 // it runs.
 type Gateway struct {
 	store    Store
-	sessions sessions.Store
+	sessions SessionStore
 	runner   *sessions.Runner
 	outbox   *outbox.Outbox
 	obs      Observer
@@ -71,6 +71,10 @@ type Gateway struct {
 	platforms       map[string]Platform
 	delegationHooks []func(delegation.Record)
 
+	// started is closed once Start has queued what a previous run left:
+	// Deliver waits for it, so that no turn runs and queues a reply
+	// the outbox then finds pending and queues again.
+	started chan struct{}
 	stopped atomic.Bool
 }
 
@@ -96,8 +100,8 @@ func New(opts Options) *Gateway {
 	}
 	g := &Gateway{
 		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now,
-		platforms: make(map[string]Platform),
-		policy:    delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
+		platforms: make(map[string]Platform), started: make(chan struct{}),
+		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}
 	g.roster.Store(NewRoster(nil))
 	g.users.Store(&identity.Directory{})
@@ -148,7 +152,8 @@ func (g *Gateway) platform(name string) (Platform, bool) {
 }
 
 // Start resumes the work a previous run left: replies not yet delivered,
-// hand-offs a restart interrupted, and turns not yet answered.
+// hand-offs a restart interrupted, and turns not yet answered. Platforms
+// may run before it; their events wait in Deliver until it is done.
 func (g *Gateway) Start(ctx context.Context) error {
 	// Replies first: a turn run now must not find its reply already
 	// listed and have it queued twice.
@@ -166,6 +171,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if replies+busy > 0 {
 		g.log.Info("resumed unfinished work", "sessions", busy, "outbox", replies)
 	}
+	close(g.started)
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 func TestDuplicateEventAnsweredOnce(t *testing.T) {
@@ -297,6 +300,56 @@ func TestOutboxRetriesAndHonoursRetryAfter(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if n := len(h.plat.all()); n != 1 || calls.Load() != 3 {
 		t.Errorf("delivered %d times after %d calls; want once after 3", n, calls.Load())
+	}
+}
+
+// TestDeliverWaitsForStart checks that an event a platform delivers
+// before the gateway has started waits until Start has queued what the
+// previous run left, and is then answered once.
+func TestDeliverWaitsForStart(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plat := newRecorder("web")
+	gw := gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: slog.New(slog.DiscardHandler)})
+	gw.SetRoster(gateway.NewRoster([]*gateway.Bot{bot("matty", echo)}))
+	gw.AddPlatform(plat)
+
+	// A caller that gives up before Start gets an error, and nothing is stored.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	_, err = gw.Deliver(ctx, private("web-ann", "matty", "m0", "too early"))
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("deliver before start with a deadline: %v, want the deadline", err)
+	}
+
+	delivered := make(chan error, 1)
+	go func() {
+		_, err := gw.Deliver(t.Context(), private("web-ann", "matty", "m1", "hi"))
+		delivered <- err
+	}()
+	select {
+	case err := <-delivered:
+		t.Fatalf("deliver returned before start: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := gw.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-delivered; err != nil {
+		t.Fatalf("deliver after start: %v", err)
+	}
+	if got := plat.next(t).Text; got != "matty: hi" {
+		t.Errorf("reply = %q", got)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	gw.Drain(ctx)
+	gw.Flush(ctx)
+	if n := len(plat.all()); n != 1 {
+		t.Errorf("%d replies, want 1", n)
 	}
 }
 

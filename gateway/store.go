@@ -9,10 +9,22 @@ import (
 )
 
 // Store is what the gateway reads and writes itself, beside what its
-// sessions (sessions.Store) and its outbox (outbox.Store) do: inbound
+// sessions (SessionStore) and its outbox (outbox.Store) do: inbound
 // messages, rooms, and delegation records.
 type Store interface {
-	delegation.Store
+	// Delegation returns one record with its inputs and artifacts, or
+	// an error wrapping delegation.ErrNotFound.
+	Delegation(ctx context.Context, id string) (delegation.Record, error)
+	// Delegations lists the records matching f, newest first.
+	Delegations(ctx context.Context, f delegation.Filter) ([]delegation.Record, error)
+	// UpdateDelegation changes a record's status.
+	UpdateDelegation(ctx context.Context, u delegation.Update) error
+	// OpenDelegations lists queued and running records that have no
+	// pending turn: work a restart interrupted.
+	OpenDelegations(ctx context.Context) ([]delegation.Record, error)
+	// Artifacts loads artifacts with their content, in the order asked;
+	// an unknown ID is an error wrapping delegation.ErrNotFound.
+	Artifacts(ctx context.Context, ids []string) ([]chat.Artifact, error)
 	// AppendInbound stores an inbound message with the turns it asks
 	// for, in one transaction. A message whose (platform, bot, chat,
 	// platform message ID) was stored before is not stored again: the
@@ -35,6 +47,18 @@ type Store interface {
 	// StartDelegations stores delegations made outside a turn (the API)
 	// and returns the turns it queued.
 	StartDelegations(ctx context.Context, hs []sessions.Handoff) ([]sessions.TurnRef, error)
+}
+
+// SessionStore holds the sessions: their turns, for the runner, and what
+// the gateway reads of them to answer and route a turn.
+type SessionStore interface {
+	sessions.Store
+	sessions.Histories
+	// QueueDepth counts the turns not yet answered.
+	QueueDepth(ctx context.Context) (int, error)
+	// LastPrivateChat returns the private chat where the session's
+	// person last spoke in it; ok is false when there is none.
+	LastPrivateChat(ctx context.Context, sessionID string) (in chat.Ref, ok bool, err error)
 }
 
 // Inbound is a message arriving from a platform, to store with the

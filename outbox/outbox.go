@@ -112,21 +112,31 @@ func (o *Outbox) Enqueue(entries ...Entry) {
 	}
 }
 
-// insert puts e in its place by ID: entries stored concurrently may
-// arrive out of order. The head of a running lane is being delivered and
-// keeps its place.
+// insert puts e in its place, by the order its message was stored in
+// (entries stored concurrently may arrive out of order). The head of a
+// running lane is being delivered and keeps its place.
 func (l *lane) insert(e Entry) {
 	first := 0
 	if l.running {
 		first = 1
 	}
 	i := len(l.items)
-	for i > first && l.items[i-1].OutboxID > e.OutboxID {
+	for i > first && e.before(l.items[i-1]) {
 		i--
 	}
 	l.items = append(l.items, Entry{})
 	copy(l.items[i+1:], l.items[i:])
 	l.items[i] = e
+}
+
+// before says whether e goes out before f: its message was stored first.
+// Entry IDs alone would not do: a store upgrade may have refiled older
+// messages' entries under new IDs.
+func (e Entry) before(f Entry) bool {
+	if e.MessageID != f.MessageID {
+		return e.MessageID < f.MessageID
+	}
+	return e.OutboxID < f.OutboxID
 }
 
 // Wake resumes the parked lanes of the given chats: their recipient can

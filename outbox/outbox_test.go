@@ -106,18 +106,24 @@ func TestOutboxDeliversChatInOrder(t *testing.T) {
 	}
 }
 
-// TestOutboxInsertsByID checks that entries enqueued out of ID order
-// while a lane's head is in flight are delivered in ID order after it:
-// the head keeps its place, even ahead of a lower ID.
+// TestOutboxInsertsByID checks that entries enqueued out of order while
+// a lane's head is in flight are delivered after it in the order their
+// messages were stored (entry IDs follow it, but for entries a store
+// upgrade refiled): the head keeps its place, even ahead of a lower ID.
 func TestOutboxInsertsByID(t *testing.T) {
 	tests := []struct {
 		name  string
 		later []int64 // enqueued one by one while entry 10 is in flight
-		want  []int64
+		// refiled maps an entry to the message it delivers, when that
+		// is not 1000 + its ID.
+		refiled map[int64]int64
+		want    []int64
 	}{
 		{name: "higher then lower", later: []int64{30, 20}, want: []int64{10, 20, 30}},
 		{name: "lower than the head", later: []int64{5}, want: []int64{10, 5}},
 		{name: "scattered", later: []int64{40, 20, 30, 15}, want: []int64{10, 15, 20, 30, 40}},
+		{name: "refiled under a higher ID", later: []int64{20, 90, 30}, refiled: map[int64]int64{90: 1015},
+			want: []int64{10, 90, 20, 30}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +141,11 @@ func TestOutboxInsertsByID(t *testing.T) {
 			o.Enqueue(entry(10, "a", "head"))
 			await(t, inFlight, "the head's send")
 			for _, id := range tc.later {
-				o.Enqueue(entry(id, "a", "later"))
+				e := entry(id, "a", "later")
+				if m, ok := tc.refiled[id]; ok {
+					e.MessageID = m
+				}
+				o.Enqueue(e)
 			}
 			close(release)
 			s.wait(t, "all sent", func(m []mark) bool { return len(m) == len(tc.want) })

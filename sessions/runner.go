@@ -41,7 +41,8 @@ type Options struct {
 	HistoryLimit func() int
 	// Stored, if set, is told of each outcome once it is stored and its
 	// messages are queued, with what storing it produced (to tell
-	// watchers of the delegations it changed). It must not block.
+	// watchers of the delegations it changed). It runs on the session's
+	// worker, which takes no next turn until it returns: keep it short.
 	Stored func(Outcome, Done)
 }
 
@@ -84,6 +85,10 @@ type Runner struct {
 	// ended is closed, and replaced, whenever a turn ends: turns that
 	// wait for another (Turn.WaitsFor) look again then.
 	ended chan struct{}
+	// finishing holds the turns whose outcome is being stored and queued:
+	// a turn stored as answered has not ended until its messages are in
+	// the outbox, so a turn after it still waits.
+	finishing map[int64]bool
 }
 
 // NewRunner returns a runner; Start wakes the sessions a previous run
@@ -98,7 +103,7 @@ func NewRunner(opts Options) *Runner {
 	r := &Runner{
 		store: opts.Store, answer: opts.Answerer, outbox: opts.Outbox, log: opts.Logger,
 		history: opts.HistoryLimit, stored: opts.Stored,
-		active: make(map[string]bool), ended: make(chan struct{}),
+		active: make(map[string]bool), ended: make(chan struct{}), finishing: make(map[int64]bool),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
@@ -169,7 +174,7 @@ func (r *Runner) work(session string) {
 			if r.leave(session) {
 				return
 			}
-		case t.WaitsFor != 0:
+		case r.waits(t):
 			select {
 			case <-ended:
 			case <-r.ctx.Done():
@@ -184,6 +189,19 @@ func (r *Runner) work(session string) {
 			}
 		}
 	}
+}
+
+// waits says whether t must wait for the turn it comes after to end.
+func (r *Runner) waits(t Turn) bool {
+	if t.WaitsFor != 0 {
+		return true
+	}
+	if t.After == 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.finishing[t.After]
 }
 
 // leave ends session's worker unless it was woken since it last looked
@@ -211,6 +229,10 @@ func (r *Runner) run(log *slog.Logger, t Turn) (more bool) {
 		return true // stopping: the turn stays unanswered for the next start
 	}
 	o.Turn = t.Ref
+	r.mu.Lock()
+	r.finishing[t.Ref.ID] = true
+	r.mu.Unlock()
+	defer r.end(t.Ref.ID)
 	var done Done
 	if !r.retry(log, "complete turn", func() (err error) {
 		done, err = r.store.CompleteTurn(r.ctx, o)
@@ -227,11 +249,16 @@ func (r *Runner) run(log *slog.Logger, t Turn) (more bool) {
 	if r.stored != nil {
 		r.stored(o, done)
 	}
+	return done.More
+}
+
+// end marks turn as ended, for the turns waiting on it to look again.
+func (r *Runner) end(turn int64) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.finishing, turn)
 	close(r.ended)
 	r.ended = make(chan struct{})
-	r.mu.Unlock()
-	return done.More
 }
 
 // retry runs fn until it succeeds or the runner stops; false means it

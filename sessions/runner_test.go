@@ -309,6 +309,65 @@ func TestRunnerGroupTurnWaitsForEarlierBot(t *testing.T) {
 	}
 }
 
+// TestRunnerGroupTurnWaitsForEarlierBotsMessages checks that the second
+// bot addressed by a message waits until the first bot's messages are in
+// the outbox, not only stored: its turn, loaded while the first bot's
+// outcome is being queued, is not answered before that ends.
+func TestRunnerGroupTurnWaitsForEarlierBotsMessages(t *testing.T) {
+	loaded := make(chan sessions.Turn, 1)
+	s := &storeDouble{Store: newStore(t), loaded: func(turn sessions.Turn) {
+		if turn.Session.Key.Bot == "finn" {
+			select {
+			case loaded <- turn:
+			default:
+			}
+		}
+	}}
+	finnAnswering := make(chan struct{}, 1)
+	var r *sessions.Runner
+	var second sessions.TurnRef
+	out := &blockingOutbox{before: func(entries []outbox.Entry) {
+		if entries[0].Bot != "matty" {
+			return
+		}
+		// Matty's outcome is stored: finn's turn no longer waits for it
+		// in the store. Wake finn and let its worker load the turn.
+		r.Wake(second.SessionID)
+		select {
+		case turn := <-loaded:
+			if turn.WaitsFor != 0 {
+				t.Errorf("finn's turn waits for %d after matty's was stored", turn.WaitsFor)
+			}
+		case <-time.After(waitLimit):
+			t.Fatal("finn's turn was never loaded")
+		}
+		select {
+		case <-finnAnswering:
+			t.Error("finn answered before matty's messages were queued")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}}
+	log := newStoredLog()
+	r = startRunner(t, sessions.Options{Store: s, Outbox: out, Stored: log.hook,
+		Answerer: sessions.AnswerFunc(func(ctx context.Context, turn sessions.Turn) (sessions.Outcome, bool) {
+			if turn.Session.Key.Bot == "finn" {
+				finnAnswering <- struct{}{}
+			}
+			return reply(turn, "re "+turn.Text), true
+		})})
+	res := appendInbound(t, s, group("lobby", "ann", "@matty @finn hi", "matty", "finn"))
+	second = res.Turns[1]
+	r.Wake(res.Turns[0].SessionID)
+	log.wait(t, 2)
+	var bots []string
+	for _, call := range out.Calls() {
+		bots = append(bots, call[0].Bot)
+	}
+	if !slices.Equal(bots, []string{"matty", "finn"}) {
+		t.Errorf("messages queued by %q, want matty then finn", bots)
+	}
+}
+
 // TestRunnerQueuesOutcome checks that the outbox entries of a stored
 // outcome are enqueued in the order of its posts, one Enqueue per
 // outcome, and that the sessions an outcome queues turns in are woken
@@ -872,6 +931,20 @@ func (o *outboxRecorder) Calls() [][]outbox.Entry {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.calls)
+}
+
+// blockingOutbox is an outboxRecorder that calls before, when set, ahead
+// of recording each Enqueue, in the runner's goroutine.
+type blockingOutbox struct {
+	outboxRecorder
+	before func([]outbox.Entry)
+}
+
+func (o *blockingOutbox) Enqueue(entries ...outbox.Entry) {
+	if o.before != nil && len(entries) > 0 {
+		o.before(entries)
+	}
+	o.outboxRecorder.Enqueue(entries...)
 }
 
 // storedLog is a Stored hook that keeps each outcome reported, and lets a

@@ -61,7 +61,7 @@ type Session struct {
 // ErrNotFound is returned for a session or turn that does not exist.
 var ErrNotFound = errors.New("not found")
 
-// Store holds sessions, their messages and their turns.
+// Store holds the sessions' turns: it is the runner's queue.
 type Store interface {
 	// PendingSessions lists the sessions with turns not yet answered,
 	// the one with the oldest such turn first.
@@ -73,25 +73,25 @@ type Store interface {
 	// CompleteTurn stores an outcome and marks its turn done, all in one
 	// transaction. Completing a turn that is done already stores nothing
 	// and returns no entries or turns, so a turn run twice (a crash
-	// between its answer and its record) is answered once.
+	// between its answer and its record) is answered once. An outcome
+	// with no turn (Turn.ID 0) is work done outside a turn, such as a
+	// hand-off a restart interrupted: it is stored as it is.
 	CompleteTurn(ctx context.Context, o Outcome) (Done, error)
-	// QueueDepth counts the turns not yet answered.
-	QueueDepth(ctx context.Context) (int, error)
+}
 
+// Histories finds sessions by key and reads their messages.
+type Histories interface {
 	// FindSession returns the session with key, if it exists.
 	FindSession(ctx context.Context, key Key) (Session, bool, error)
 	// SessionMessages returns a session's newest limit messages of kind
 	// (every kind when kind is ""), oldest first.
 	SessionMessages(ctx context.Context, sessionID, kind string, limit int) ([]chat.Message, error)
-	// LastPrivateChat returns the private chat where the session's
-	// person last spoke in it; ok is false when there is none.
-	LastPrivateChat(ctx context.Context, sessionID string) (in chat.Ref, ok bool, err error)
 }
 
 // History returns the newest limit messages of kind ("" for every
 // kind) of the session with key, oldest first: none when the session
 // does not exist yet.
-func History(ctx context.Context, s Store, key Key, kind string, limit int) ([]chat.Message, error) {
+func History(ctx context.Context, s Histories, key Key, kind string, limit int) ([]chat.Message, error) {
 	sess, ok, err := s.FindSession(ctx, key)
 	if err != nil || !ok {
 		return nil, err

@@ -25,8 +25,15 @@ func newIDs() *ids {
 	return &ids{convs: make(map[convKey]int64), sessions: make(map[sessions.Key]string), members: make(map[memberKey]bool)}
 }
 
+// maxIDs bounds what ids remembers: past it, it starts afresh, and looks
+// up again what it forgot.
+const maxIDs = 1 << 17
+
 // merge adds what o learned.
 func (c *ids) merge(o *ids) {
+	if len(c.convs)+len(c.sessions)+len(c.members) > maxIDs {
+		*c = *newIDs()
+	}
 	for k, v := range o.convs {
 		c.convs[k] = v
 	}
@@ -38,11 +45,15 @@ func (c *ids) merge(o *ids) {
 	}
 }
 
+// noIDs is what a transaction on a reader knows: nothing. It is never
+// written.
+var noIDs = newIDs()
+
 // known is what a write may rely on: the store's ids when it runs on the
 // writer, nothing on a reader.
 func (t *txn) known() *ids {
 	if t.tx != nil {
-		return nil
+		return noIDs
 	}
 	return t.s.ids
 }

@@ -114,7 +114,7 @@ func (s *Store) SessionMessages(ctx context.Context, sessionID, kind string, lim
 	return msgs, nil
 }
 
-// LastPrivateChat implements sessions.Store. It is read on the writer
+// LastPrivateChat implements gateway.SessionStore. It is read on the writer
 // connection, as a turn's reads are (see view).
 func (s *Store) LastPrivateChat(ctx context.Context, sessionID string) (chat.Ref, bool, error) {
 	c := chat.Ref{Type: chat.Private}

@@ -18,6 +18,16 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+
+	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/outbox"
+)
+
+// The core's store contracts.
+var (
+	_ gateway.Store        = (*Store)(nil)
+	_ gateway.SessionStore = (*Store)(nil)
+	_ outbox.Store         = (*Store)(nil)
 )
 
 // Store is the SQLite store. It is safe for concurrent use.
@@ -172,13 +182,14 @@ func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
 	return err
 }
 
-// view runs fn, a read, on the writer connection, with the writes. A
-// reader connection empties its page cache whenever the database has
-// changed since its last read, so under a stream of writes each of its
-// reads starts cold; the writer's cache holds what every write touched.
-// The reads a turn needs (its turn, history and route) go this way.
+// view runs fn, a read, on the writer connection, in a read transaction
+// of its own between two batches of writes. A reader connection empties
+// its page cache whenever the database has changed since its last read,
+// so under a stream of writes each of its reads starts cold; the
+// writer's cache holds what every write touched. The reads a turn needs
+// (its turn, history and route) go this way.
 func (s *Store) view(ctx context.Context, fn func(*txn) error) error {
-	return s.write(ctx, fn)
+	return s.queue(writeReq{ctx: ctx, fn: fn, view: true, done: make(chan error, 1)})
 }
 
 // stmt returns query prepared for t's connection. On a reader the first

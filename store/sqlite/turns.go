@@ -31,7 +31,7 @@ func (s *Store) PendingSessions(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// QueueDepth implements sessions.Store.
+// QueueDepth implements gateway.SessionStore.
 func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	var n int
 	if err := s.scanOne(ctx, `SELECT COUNT(*) FROM turns WHERE status = 'pending'`, nil, &n); err != nil {
@@ -148,7 +148,8 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 	now := micros(timeNow())
 	var delegationID string
 	if o.Turn.ID != 0 {
-		res, err := t.exec(`UPDATE turns SET status = 'done', done_at = ? WHERE id = ? AND status = 'pending'`, now, o.Turn.ID)
+		res, err := t.exec(`UPDATE turns SET status = 'done', done_at = ? WHERE id = ? AND session_id = ? AND status = 'pending'`,
+			now, o.Turn.ID, o.Turn.SessionID)
 		if err != nil {
 			return err
 		}
@@ -156,7 +157,7 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 			return err
 		} else if n == 0 {
 			var status string
-			err := t.scanOne(`SELECT status FROM turns WHERE id = ?`, []any{o.Turn.ID}, &status)
+			err := t.scanOne(`SELECT status FROM turns WHERE id = ? AND session_id = ?`, []any{o.Turn.ID, o.Turn.SessionID}, &status)
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("turn %d: %w", o.Turn.ID, sessions.ErrNotFound)
 			}

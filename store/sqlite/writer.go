@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"errors"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 // SQLite has one writer at a time, and each commit writes every page the
@@ -13,14 +15,19 @@ import (
 // less often, not more. Each write runs in a savepoint of its own, so a
 // write that fails is rolled back alone, and every caller returns only
 // once its write has committed (or failed).
+//
+// The same goroutine runs the views (see Store.view), each in a read
+// transaction of its own once the batch's writes have committed, so a
+// view sees only what is stored.
 
 // maxBatch bounds how many writes share one transaction.
 const maxBatch = 256
 
-// writeReq is one write waiting for the writer.
+// writeReq is one write (or view) waiting for the writer.
 type writeReq struct {
 	ctx  context.Context
 	fn   func(*txn) error
+	view bool
 	done chan error
 }
 
@@ -28,7 +35,12 @@ type writeReq struct {
 // is stored; otherwise none of it. fn may share its transaction with
 // other writes; it must not keep the txn.
 func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
-	req := writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	return s.queue(writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// queue hands req to the writer and waits for its answer.
+func (s *Store) queue(req writeReq) error {
+	ctx := req.ctx
 	select {
 	case s.writes <- req:
 	case <-ctx.Done():
@@ -66,23 +78,58 @@ func (s *Store) writeLoop() {
 	}
 }
 
-// commit runs a batch in one transaction and answers each write.
+// commit runs a batch: its writes in one transaction, then its views.
 func (s *Store) commit(batch []writeReq) {
+	var writes, views []writeReq
+	for _, r := range batch {
+		if r.view {
+			views = append(views, r)
+		} else {
+			writes = append(writes, r)
+		}
+	}
+	s.commitWrites(writes)
+	for _, r := range views {
+		r.done <- s.runView(r)
+	}
+}
+
+// commitWrites runs writes in one transaction and answers each.
+func (s *Store) commitWrites(batch []writeReq) {
+	if len(batch) == 0 {
+		return
+	}
 	errs := make([]error, len(batch))
 	var learnt []*ids
 	err := s.exec("BEGIN IMMEDIATE")
-	if err == nil {
-		for i, r := range batch {
-			if errs[i] = r.ctx.Err(); errs[i] == nil {
-				t := &txn{ctx: context.WithoutCancel(r.ctx), s: s}
-				if errs[i] = s.inSavepoint(t, r.fn); errs[i] == nil && t.learnt != nil {
-					learnt = append(learnt, t.learnt)
-				}
-			}
+	for i, r := range batch {
+		if err != nil {
+			break
 		}
+		if errs[i] = r.ctx.Err(); errs[i] != nil {
+			continue
+		}
+		t := &txn{ctx: context.WithoutCancel(r.ctx), s: s}
+		if errs[i] = s.inSavepoint(t, r.fn); errs[i] == nil {
+			if t.learnt != nil {
+				learnt = append(learnt, t.learnt)
+			}
+			continue
+		}
+		// Some failures (a full disk, an I/O error) make SQLite roll
+		// back the whole transaction: the batch has failed, writes
+		// before this one included.
+		if !s.inTransaction() {
+			err = errs[i]
+		}
+	}
+	switch {
+	case err == nil:
 		if err = s.exec("COMMIT"); err != nil {
 			s.exec("ROLLBACK")
 		}
+	case s.inTransaction():
+		s.exec("ROLLBACK")
 	}
 	if err == nil {
 		for _, l := range learnt {
@@ -95,6 +142,32 @@ func (s *Store) commit(batch []writeReq) {
 		}
 		r.done <- errs[i]
 	}
+}
+
+// runView runs a view in a read transaction of its own.
+func (s *Store) runView(r writeReq) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.exec("BEGIN"); err != nil {
+		return err
+	}
+	err := r.fn(&txn{ctx: context.WithoutCancel(r.ctx), s: s})
+	s.exec("ROLLBACK") // a view writes nothing
+	return err
+}
+
+// inTransaction reports whether the writer connection is in a
+// transaction.
+func (s *Store) inTransaction() bool {
+	in := true
+	s.wc.Raw(func(dc any) error {
+		if c, ok := dc.(*sqlite3.SQLiteConn); ok {
+			in = !c.AutoCommit()
+		}
+		return nil
+	})
+	return in
 }
 
 // inSavepoint runs one write of a batch in a savepoint, rolled back if

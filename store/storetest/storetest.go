@@ -17,7 +17,7 @@ import (
 // read.
 type Store interface {
 	gateway.Store
-	sessions.Store
+	gateway.SessionStore
 	outbox.Store
 	// GetSession returns the session with id, or an error wrapping
 	// sessions.ErrNotFound.

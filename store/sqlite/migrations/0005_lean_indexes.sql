@@ -1,5 +1,5 @@
--- Every index is written with every message, and under load each write
--- lands on a different page of it: an index must earn its keep.
+-- Every index is written with every message: an index must earn its
+-- keep.
 -- messages_by_platform_id served no query (inbound messages are found by
 -- inbound_keys, bots' messages by platform_ids); messages_by_user served
 -- one rare query (where did this user last write privately), which now

@@ -5,10 +5,9 @@
 -- an ephemeral index, built and torn down per row, and the teardown hands
 -- memory back to the OS. messages (two such checks), outbox and
 -- delegations are rebuilt with the same checks written as comparisons.
--- Under load this was a quarter of the writer's time.
 --
--- Under load every message lands on its own page of each per-chat index,
--- and every such page is written to the WAL with each commit. The index
+-- Every message lands on its own page of each per-chat index, and every
+-- such page is written to the WAL with each commit. The index
 -- of messages by conversation served one query, a group's recent
 -- messages (a private chat's history is read through its session), so it
 -- now holds group messages only: messages.in_group says which those are.

@@ -1,6 +1,7 @@
+-- (Undone by 0011_plain.sql.)
 -- A session's history is the index session_messages, keyed by session.
--- Under load every message lands on its own page of it (sessions are
--- many, their messages interleave), and every such page is written to
+-- Every message lands on its own page of it (sessions are many, their
+-- messages interleave), and every such page is written to
 -- the WAL with each commit: two pages per exchange, the inbound message
 -- and its reply, each in its own commit.
 --

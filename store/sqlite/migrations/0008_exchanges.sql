@@ -1,3 +1,4 @@
+-- (Undone by 0011_plain.sql.)
 -- An instant exchange (a person's message in a private chat and the
 -- reply a brain made at once, stored together: Store.AppendAnswered) is
 -- one row of messages instead of two messages, a done turn and their

@@ -1,3 +1,4 @@
+-- (Undone by 0011_plain.sql.)
 -- An instant exchange's outbox entry is written only if its reply is not
 -- delivered at once (store/deferred.go). meta's outbox_upto and
 -- outbox_id_upto are the watermark past which Open looks for exchanges
