@@ -182,12 +182,12 @@ func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
 	return err
 }
 
-// view runs fn, a read, on the writer connection, in a read transaction
-// of its own between two batches of writes. A reader connection empties
-// its page cache whenever the database has changed since its last read,
-// so under a stream of writes each of its reads starts cold; the
-// writer's cache holds what every write touched. The reads a turn needs
-// (its turn, history and route) go this way.
+// view runs fn, a read, on the writer connection, at the start of the
+// next batch's transaction, before its writes (see writer.go). A reader
+// connection empties its page cache whenever the database has changed
+// since its last read, so under a stream of writes each of its reads
+// starts cold; the writer's cache holds what every write touched. The
+// reads a turn needs (its turn, history and route) go this way.
 func (s *Store) view(ctx context.Context, fn func(*txn) error) error {
 	return s.queue(writeReq{ctx: ctx, fn: fn, view: true, done: make(chan error, 1)})
 }

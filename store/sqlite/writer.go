@@ -16,9 +16,12 @@ import (
 // write that fails is rolled back alone, and every caller returns only
 // once its write has committed (or failed).
 //
-// The same goroutine runs the views (see Store.view), each in a read
-// transaction of its own once the batch's writes have committed, so a
-// view sees only what is stored.
+// The same goroutine runs the views (see Store.view), at the start of a
+// batch's transaction, before its writes: a view sees only what is
+// committed. That is all it may rely on: whoever waited for a write to
+// be stored before asking for a view asked after that write's batch
+// committed, and the writes of the view's own batch were not waited
+// for.
 
 // maxBatch bounds how many writes share one transaction.
 const maxBatch = 256
@@ -78,7 +81,8 @@ func (s *Store) writeLoop() {
 	}
 }
 
-// commit runs a batch: its writes in one transaction, then its views.
+// commit runs a batch in one transaction: its views first, then its
+// writes.
 func (s *Store) commit(batch []writeReq) {
 	var writes, views []writeReq
 	for _, r := range batch {
@@ -88,20 +92,41 @@ func (s *Store) commit(batch []writeReq) {
 			writes = append(writes, r)
 		}
 	}
-	s.commitWrites(writes)
-	for _, r := range views {
-		r.done <- s.runView(r)
+	begin := "BEGIN"
+	if len(writes) > 0 {
+		begin = "BEGIN IMMEDIATE"
 	}
-}
-
-// commitWrites runs writes in one transaction and answers each.
-func (s *Store) commitWrites(batch []writeReq) {
-	if len(batch) == 0 {
+	err := s.exec(begin)
+	for _, r := range views {
+		switch {
+		case err != nil:
+			r.done <- err
+		case r.ctx.Err() != nil:
+			r.done <- r.ctx.Err()
+		default:
+			r.done <- r.fn(&txn{ctx: context.WithoutCancel(r.ctx), s: s})
+		}
+	}
+	if len(writes) == 0 {
+		if err == nil {
+			s.exec("ROLLBACK") // views write nothing
+		}
 		return
 	}
+	if err == nil && !s.inTransaction() {
+		err = errViewRolledBack // a failed read can end the transaction
+	}
+	s.commitWrites(writes, err)
+}
+
+var errViewRolledBack = errors.New("store: the batch's transaction ended while reading")
+
+// commitWrites runs writes in the transaction commit began (begun is
+// the error of beginning it), commits them, and answers each.
+func (s *Store) commitWrites(batch []writeReq, begun error) {
 	errs := make([]error, len(batch))
 	var learnt []*ids
-	err := s.exec("BEGIN IMMEDIATE")
+	err := begun
 	for i, r := range batch {
 		if err != nil {
 			break
@@ -142,19 +167,6 @@ func (s *Store) commitWrites(batch []writeReq) {
 		}
 		r.done <- errs[i]
 	}
-}
-
-// runView runs a view in a read transaction of its own.
-func (s *Store) runView(r writeReq) error {
-	if err := r.ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.exec("BEGIN"); err != nil {
-		return err
-	}
-	err := r.fn(&txn{ctx: context.WithoutCancel(r.ctx), s: s})
-	s.exec("ROLLBACK") // a view writes nothing
-	return err
 }
 
 // inTransaction reports whether the writer connection is in a

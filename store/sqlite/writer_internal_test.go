@@ -11,8 +11,8 @@ import (
 
 // TestBatchFailsWhole: a write that makes SQLite roll back the whole
 // transaction (here the database is full) fails its batch: no write of
-// the batch is stored, every one of them says so, and the next batch
-// writes as usual.
+// the batch is stored, every one of them says so, a view in the batch
+// saw none of them, and the next batch writes as usual.
 func TestBatchFailsWhole(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "x.db"))
@@ -47,8 +47,23 @@ func TestBatchFailsWhole(t *testing.T) {
 		}()
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A view in the same batch sees none of its writes.
+	seen := make(chan int, 1)
+	go func() {
+		var n int
+		if err := s.view(ctx, func(tx *txn) error {
+			return tx.scanOne(`SELECT COUNT(*) FROM meta WHERE key LIKE 'k%'`, nil, &n)
+		}); err != nil {
+			t.Error(err)
+		}
+		seen <- n
+	}()
+	time.Sleep(20 * time.Millisecond)
 	close(hold)
 	<-held
+	if n := <-seen; n != 0 {
+		t.Errorf("a view in the batch saw %d of its writes, want none", n)
+	}
 	for i := range values {
 		err := <-results[i]
 		var n int
