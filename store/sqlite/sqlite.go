@@ -12,8 +12,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
-	"os"
 	"sync"
 	"time"
 
@@ -56,9 +56,16 @@ type Store struct {
 // readers is the size of the read pool.
 const readers = 4
 
-// Open opens (creating if needed) the database at path, migrates it and
-// makes the file readable by its owner only.
-func Open(ctx context.Context, path string) (*Store, error) {
+// Open opens (creating if needed) the database at path and migrates it.
+// The database's files are its owner's alone (mode 0600, see files.go).
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := secureFiles(path, o.logger); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", "5000")
@@ -81,10 +88,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		checkpointed: make(chan struct{}),
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.closeWriter()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.closeWriter()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
