@@ -49,6 +49,9 @@ type Store struct {
 	rmu    sync.Mutex
 	rstmts map[string]*sql.Stmt
 
+	// sweepMu keeps retention's deletions one at a time.
+	sweepMu sync.Mutex
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -165,6 +168,8 @@ type txn struct {
 	unprepared []string
 	// learnt is what a write learned of the rows ids remembers.
 	learnt *ids
+	// forgot is what a write deleted of the rows ids remembers.
+	forgot *ids
 }
 
 // read runs fn in a read transaction on a reader connection: its reads
