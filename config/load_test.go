@@ -24,6 +24,7 @@ func TestLoadFullSpecConfig(t *testing.T) {
 		Web:        WebSettings{SecretEnv: "SWITCHBOARD_WEB_SECRET", AllowedOrigins: []string{}},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
 		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0.35, Cooldown: 6 * time.Hour},
+		Retention:  Retention{Anonymous: 30 * 24 * time.Hour},
 	}
 	if !reflect.DeepEqual(cfg.Gateway, wantGateway) {
 		t.Errorf("Gateway = %+v\nwant %+v", cfg.Gateway, wantGateway)
@@ -105,6 +106,7 @@ bots:
 		Database:   DefaultDatabase,
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
 		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0, Cooldown: 6 * time.Hour},
+		Retention:  Retention{Anonymous: DefaultRetentionAnonymous},
 	}
 	if !reflect.DeepEqual(cfg.Gateway, want) {
 		t.Errorf("Gateway = %+v\nwant %+v", cfg.Gateway, want)

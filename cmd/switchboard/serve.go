@@ -77,7 +77,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	m.watcher, err = config.NewWatcher(m.ConfigDir, m.Logger)
+	m.watcher, err = config.NewWatcher(ctx, m.ConfigDir, m.Logger)
 	if err != nil {
 		return err
 	}
