@@ -44,16 +44,17 @@ type Store interface {
 	// delegations made for them with their artifacts, and their place
 	// in rooms; a room left with no member and no message is deleted
 	// too. An artifact that a delegation of someone else takes as input
-	// is kept. A visitor with a turn still pending or a delegation still
-	// open is left for a later call (counted in Skipped). listed is
-	// called on the caller's goroutine.
+	// is kept. A visitor with a turn or an outbox entry still pending,
+	// or a delegation still open, is left for a later call (counted in
+	// Skipped). listed is called on the caller's goroutine.
 	DeleteIdleVisitors(ctx context.Context, idleSince time.Time, listed func(platformID string) bool) (Counts, error)
 	// DeleteMessagesBefore deletes every message, of anyone, stored
 	// with a time before before: with its place in sessions' histories,
 	// its dedupe key, its turns, outbox entries and platform message IDs,
 	// and the artifacts attached to it alone. Sessions, chats and
 	// delegation records stay (a delegation keeps its artifacts). A
-	// message with a turn still pending is left for a later call.
+	// message with a turn or an outbox entry still pending is left for a
+	// later call.
 	DeleteMessagesBefore(ctx context.Context, before time.Time) (Counts, error)
 }
 
@@ -61,8 +62,9 @@ type Store interface {
 type Counts struct {
 	// Visitors counts the anonymous visitors whose data was deleted.
 	Visitors int
-	// Skipped counts the idle visitors left for later: a turn of theirs
-	// was pending, a delegation open, or they came back meanwhile.
+	// Skipped counts the idle visitors left for later: a turn or reply
+	// of theirs was pending, a delegation open, or they came back
+	// meanwhile.
 	Skipped     int
 	Messages    int
 	Sessions    int

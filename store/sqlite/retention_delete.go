@@ -111,19 +111,23 @@ func (d *deleter) run(parts []part) error {
 }
 
 // guard reports whether v may still be deleted: they have not written
-// since the plan, and no turn of theirs is pending, no delegation open.
+// since the plan, and no turn or reply of theirs is pending, no
+// delegation open.
 func (d *deleter) guard(v *visitor) (bool, error) {
 	if ok, seen := d.checked[v]; seen {
 		return ok, nil
 	}
 	if d.busy == nil {
 		// Who has work pending, read once for the transaction's
-		// visitors: the turns and delegations still open are few, and
-		// found by their partial indexes.
+		// visitors: the turns, outbox entries and delegations still open
+		// are few, and found by their partial indexes. A reply still to
+		// deliver is held by the outbox in memory, by its ID, which
+		// SQLite may give a new row once the newest one is deleted.
 		d.busy = map[string]bool{}
 		err := d.t.each(`SELECT m.user_id, CASE WHEN s.scope = 'user' THEN s.scope_id ELSE '' END
 			FROM turns t JOIN messages m ON m.id = t.message_id JOIN sessions s ON s.id = t.session_id
 			WHERE t.status = 'pending'
+			UNION SELECT m.user_id, '' FROM outbox o JOIN messages m ON m.id = o.message_id WHERE o.status = 'pending'
 			UNION SELECT user_id, '' FROM delegations WHERE status IN ('queued', 'running')`, nil, func(sc scanner) error {
 			var user, scope string
 			err := sc.Scan(&user, &scope)
@@ -146,16 +150,18 @@ func (d *deleter) guard(v *visitor) (bool, error) {
 	return ok, nil
 }
 
-// notPending drops the messages a turn still pending answers.
+// notPending drops the messages a turn still pending answers, and those
+// with a reply still to deliver.
 func (d *deleter) notPending(msgs []planMsg) ([]planMsg, error) {
 	pending := map[int64]bool{}
-	err := d.t.each(`SELECT message_id FROM turns WHERE status = 'pending'
-		AND message_id IN (SELECT value FROM json_each(?))`, []any{planIDs(msgs)}, func(sc scanner) error {
-		var id int64
-		err := sc.Scan(&id)
-		pending[id] = true
-		return err
-	})
+	err := d.t.each(`SELECT message_id FROM turns WHERE status = 'pending' AND message_id IN (SELECT value FROM json_each(?))
+		UNION SELECT message_id FROM outbox WHERE status = 'pending' AND message_id IN (SELECT value FROM json_each(?))`,
+		[]any{planIDs(msgs), planIDs(msgs)}, func(sc scanner) error {
+			var id int64
+			err := sc.Scan(&id)
+			pending[id] = true
+			return err
+		})
 	if err != nil || len(pending) == 0 {
 		return msgs, err
 	}

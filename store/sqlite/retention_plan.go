@@ -312,14 +312,15 @@ func (t *txn) planVisitors(cutoff int64, listed func(string) bool, skip map[stri
 
 // planMessages plans the deletion of the messages with IDs above after
 // stored with a time before cutoff, up to planMessages of them, except
-// those with a turn still pending.
+// those with a turn still pending or a reply still to deliver.
 func (t *txn) planMessages(cutoff, after int64) (*plan, error) {
 	p := newPlan(cutoff)
 	if err := t.watermarks(p); err != nil {
 		return nil, err
 	}
 	pending := map[int64]bool{}
-	err := t.each(`SELECT message_id FROM turns WHERE status = 'pending'`, nil, func(sc scanner) error {
+	err := t.each(`SELECT message_id FROM turns WHERE status = 'pending'
+		UNION SELECT message_id FROM outbox WHERE status = 'pending'`, nil, func(sc scanner) error {
 		var id int64
 		err := sc.Scan(&id)
 		pending[id] = true

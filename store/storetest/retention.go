@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -60,6 +61,20 @@ func answerHandoff(t *testing.T, s Store, session, pid string, status string, ar
 	complete(t, s, o)
 }
 
+// deliverAll marks every reply waiting in the outbox sent.
+func deliverAll(t *testing.T, s Store) {
+	t.Helper()
+	pending, err := s.PendingOutbox(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range pending {
+		if err := s.MarkSent(context.Background(), e.OutboxID, fmt.Sprint("sent-", i, "-", e.OutboxID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func artifact(id, producer string) chat.Artifact {
 	return chat.Artifact{ID: id, Name: id + ".txt", MediaType: "text/plain", Size: 2,
 		SHA256: "a1fce4363854ff888cff4b8e7875d600c2682390412a8cf79b37d0b11148b0fa", Producer: producer, Content: []byte("hi")}
@@ -81,9 +96,9 @@ func listed(pid string) bool { return pid == "web-ann" || pid == "web-anon-lee" 
 // testRetentionVisitors: an idle anonymous visitor loses everything —
 // private chats, room messages and the replies to them, sessions, turns,
 // outbox entries, delegations, artifacts, rooms left empty — while
-// listed people, active visitors and busy ones lose nothing; an artifact
-// someone else's delegation takes as input stays; and the visitor can
-// come back afterwards as a new one.
+// listed people, active visitors and busy ones (a turn or a reply still
+// pending) lose nothing; an artifact someone else's delegation takes as
+// input stays; and the visitor can come back afterwards as a new one.
 func testRetentionVisitors(t *testing.T, f Factory) {
 	ctx := context.Background()
 	s := f.New(t)
@@ -112,8 +127,12 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	if d, err := s.Delegation(ctx, "dlg-old"); err != nil || len(d.Artifacts) != 1 {
 		t.Fatalf("old visitor's delegation = %+v, %v", d, err)
 	}
-	// A busy visitor: quiet as long, but a turn of theirs is pending.
+	deliverAll(t, s)
+	// Busy visitors, as quiet: a turn of one is pending, a reply to the
+	// other still to deliver.
 	busyRes := appendInbound(t, s, visitor(busy, busy, "matty", "b1", "slow one"))
+	res = appendInbound(t, s, visitor("web-anon-unsent", "web-anon-unsent", "matty", "u1", "are you there"))
+	answer(t, s, res.Turns[0].SessionID, "yes, but you left")
 
 	// Listed people, as quiet as the old visitor: ann, in the room and
 	// in private, with a hand-off that takes the old visitor's artifact
@@ -145,7 +164,7 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	// replies. Artifacts: the delegation's (the other is ann's input).
 	// Chats: their two private chats (with matty; with finn, where the
 	// hand-off's answer went).
-	want := retention.Counts{Visitors: 1, Skipped: 1, Messages: 8, Sessions: 2, Turns: 4, Outbox: 4, Artifacts: 1, Delegations: 1, Chats: 2}
+	want := retention.Counts{Visitors: 1, Skipped: 2, Messages: 8, Sessions: 2, Turns: 4, Outbox: 4, Artifacts: 1, Delegations: 1, Chats: 2}
 	if got != want {
 		t.Errorf("deleted %+v\nwant    %+v", got, want)
 	}
@@ -209,9 +228,9 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 		t.Errorf("busy visitor's turn = %q", turn.Message.Text)
 	}
 
-	// Once more: nothing new to delete; the busy visitor is still busy.
-	if again, err := s.DeleteIdleVisitors(ctx, cutoff, listed); err != nil || again != (retention.Counts{Skipped: 1}) {
-		t.Errorf("second pass = %+v, %v; want only the busy visitor skipped", again, err)
+	// Once more: nothing new to delete; the busy visitors are still busy.
+	if again, err := s.DeleteIdleVisitors(ctx, cutoff, listed); err != nil || again != (retention.Counts{Skipped: 2}) {
+		t.Errorf("second pass = %+v, %v; want only the busy visitors skipped", again, err)
 	}
 
 	// The old visitor comes back (with their old token): a new visitor
@@ -240,12 +259,13 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	// Later everyone anonymous is idle: all of them go, and a room that
 	// only a visitor had joined goes with its bots; lee's and ann's stay.
 	complete(t, s, reply(turn, "done at last"))
+	deliverAll(t, s)
 	if _, err := s.EnsureRoom(ctx, "web", "hall", "web-anon-joiner", []string{"matty"}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.DeleteIdleVisitors(ctx, time.Now().Add(time.Hour), listed)
-	if err != nil || got.Visitors != 4 || got.Skipped != 0 {
-		t.Errorf("deleting every idle visitor = %+v, %v; want 4 visitors", got, err)
+	if err != nil || got.Visitors != 5 || got.Skipped != 0 {
+		t.Errorf("deleting every idle visitor = %+v, %v; want 5 visitors", got, err)
 	}
 	if f.Check != nil {
 		f.Check(t, s)
@@ -272,8 +292,8 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 
 // testRetentionMessages: messages older than the cutoff go, with their
 // turns, outbox entries, links and own artifacts; sessions, chats,
-// delegation records and their artifacts stay, and so does a message
-// whose turn is still pending.
+// delegation records and their artifacts stay, and so do a message whose
+// turn is still pending and a reply still to deliver.
 func testRetentionMessages(t *testing.T, f Factory) {
 	ctx := context.Background()
 	s := f.New(t)
@@ -290,7 +310,10 @@ func testRetentionMessages(t *testing.T, f Factory) {
 	done = complete(t, s, o)
 	answerHandoff(t, s, done.Turns[0].SessionID, "web-ann", "", artifact("art-dlg", "finn"))
 	appendInbound(t, s, group("lobby", "bob", "g1", "old room talk"))
+	deliverAll(t, s)
 	pendingRes := appendInbound(t, s, private("bob", "matty", "b1", "still waiting"))
+	res = appendInbound(t, s, private("carl", "matty", "c1", "answered, not delivered"))
+	unsent := answer(t, s, res.Turns[0].SessionID, "undelivered")
 	// The cutoff is the real time: the store dates the rows it makes
 	// itself (a hand-off's wrapper) by its own clock.
 	cutoff := time.Now()
@@ -303,9 +326,10 @@ func testRetentionMessages(t *testing.T, f Factory) {
 		t.Fatal(err)
 	}
 	// Messages: ann's 2 and their 2 replies, the wrapper and finn's
-	// answer, the room message. Turns: ann's 2 and finn's. Outbox: the 3
-	// replies. Artifacts: the first reply's (the delegation keeps its).
-	want := retention.Counts{Messages: 7, Turns: 3, Outbox: 3, Artifacts: 1}
+	// answer, the room message, carl's (not its undelivered reply). Turns:
+	// ann's 2, finn's, carl's. Outbox: the 3 replies delivered.
+	// Artifacts: the first reply's (the delegation keeps its).
+	want := retention.Counts{Messages: 8, Turns: 4, Outbox: 3, Artifacts: 1}
 	if got != want {
 		t.Errorf("deleted %+v\nwant    %+v", got, want)
 	}
@@ -325,6 +349,9 @@ func testRetentionMessages(t *testing.T, f Factory) {
 	}
 	if turn := nextTurn(t, s, pendingRes.Turns[0].SessionID); turn.Message.Text != "still waiting" {
 		t.Errorf("pending turn's message = %q", turn.Message.Text)
+	}
+	if pending, err := s.PendingOutbox(ctx); err != nil || len(pending) != 1 || pending[0].OutboxID != unsent.Outbox[0].OutboxID {
+		t.Errorf("outbox = %+v, %v; want the undelivered reply", pending, err)
 	}
 	// The session goes on.
 	res = appendInbound(t, s, private("ann", "matty", "m4", "more"))
