@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 )
 
 // The database holds secrets (the key that signs anonymous visitors'
@@ -39,9 +40,10 @@ func WithLogger(l *slog.Logger) Option {
 // secureFiles creates the database file at path with mode 0600 if it does
 // not exist, and takes away every permission but the owner's from it and
 // from its -wal and -shm files if they exist, logging each file it
-// tightened. An in-memory database has no files.
+// tightened. An in-memory database has no files, and a path written as a
+// URI ("file:…") is left to SQLite.
 func secureFiles(path string, log *slog.Logger) error {
-	if path == ":memory:" || path == "" {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.Contains(path, "://") {
 		return nil
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, fileMode)
