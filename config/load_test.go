@@ -21,7 +21,7 @@ func TestLoadFullSpecConfig(t *testing.T) {
 	wantGateway := Gateway{
 		Listen:     "127.0.0.1:8080",
 		Database:   "switchboard.db",
-		Web:        WebSettings{SecretEnv: "SWITCHBOARD_WEB_SECRET", AllowedOrigins: []string{}},
+		Web:        WebSettings{SecretEnv: "SWITCHBOARD_WEB_SECRET", AllowedOrigins: []string{}, SecureCookies: true},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
 		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0.35, Cooldown: 6 * time.Hour},
 	}

@@ -77,6 +77,10 @@ type WebSettings struct {
 	// AllowedOrigins lists origins ("https://example.com") or "*" that may
 	// open /ws; empty means same origin only.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// SecureCookies marks the dashboard's session cookie Secure on plain
+	// HTTP too, for a gateway behind a TLS proxy (default false; over TLS
+	// the cookie is always Secure). Live.
+	SecureCookies bool `yaml:"secure_cookies"`
 }
 
 // DelegationLimits is gateway.delegation.

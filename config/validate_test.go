@@ -225,6 +225,11 @@ func TestLoadErrors(t *testing.T) {
 			key: "gateway.web.allowed_origins[0]", line: 3, msg: "not an origin",
 		},
 		{
+			name: "secure_cookies not a bool",
+			file: BotsFile, yaml: "gateway:\n  web:\n    secure_cookies: \"yes\"\n" + minimalBots,
+			key: "gateway.web.secure_cookies", line: 3, msg: "expected true or false",
+		},
+		{
 			name: "listen not host:port",
 			file: BotsFile, yaml: "gateway:\n  listen: localhost\n" + minimalBots,
 			key: "gateway.listen", line: 2, msg: "not a host:port address",

@@ -594,3 +594,37 @@ func TestBotAddressesBotInGroup(t *testing.T) {
 		t.Errorf("refused records = %+v", list)
 	}
 }
+
+func TestDelegateRefusesBadExpectedOutputs(t *testing.T) {
+	h, _, _ := team(t)
+	tests := []struct {
+		name string
+		exp  []delegation.Expected
+		want string // in the error
+	}{
+		{"empty", []delegation.Expected{{Name: ""}}, "has no name"},
+		{"blank", []delegation.Expected{{Name: "  "}}, "has no name"},
+		{"duplicate", []delegation.Expected{{Name: "a.md"}, {Name: "a.md"}}, "named twice"},
+		{"parent", []delegation.Expected{{Name: "../x"}}, `contains ".."`},
+		{"dot dot alone", []delegation.Expected{{Name: ".."}}, `contains ".."`},
+		{"slash", []delegation.Expected{{Name: "a/b.json"}}, `contains "/"`},
+		{"absolute", []delegation.Expected{{Name: "/etc/passwd"}}, `contains "/"`},
+		{"backslash", []delegation.Expected{{Name: `a\b.json`}}, `contains "\"`},
+		{"nul", []delegation.Expected{{Name: "a\x00.json"}}, "NUL"},
+		{"dot", []delegation.Expected{{Name: "."}}, "directory itself"},
+		{"second of two", []delegation.Expected{{Name: "ok.md"}, {Name: "sub/x.md"}}, "expected_outputs[1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.gw.Delegate(context.Background(), gateway.DelegateRequest{
+				From: "mattyatlas", To: "finnshipley", User: "web-ann", Task: "x", Expected: tt.exp})
+			if !errors.Is(err, gateway.ErrBadRequest) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want ErrBadRequest naming %q", err, tt.want)
+			}
+		})
+	}
+	list, err := h.gw.Delegations(context.Background(), "", "")
+	if err != nil || len(list) != 0 {
+		t.Errorf("refused submissions stored delegations: %v %v", list, err)
+	}
+}

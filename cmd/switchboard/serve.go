@@ -48,6 +48,7 @@ type Main struct {
 	store    *sqlite.Store
 	gw       *gateway.Gateway
 	web      *web.Adapter
+	admin    *api.Server
 	obs      *observer
 	discord  *discord.Platform
 	telegram *telegram.Platform
@@ -123,6 +124,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on %s: %w", listen, err)
 	}
 	generated := m.adminToken()
+	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}
+	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
 
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -180,7 +183,7 @@ func (m *Main) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	admin := (&api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}).Handler()
+	admin := m.admin.Handler()
 	mux.Handle("/api/", admin)
 	mux.Handle("/dashboard", admin)
 	mux.Handle("GET /metrics", m.obs)

@@ -54,6 +54,7 @@ func (m *Main) reload(old, cfg *config.Config) {
 		return
 	}
 	m.web.Configure(webSecret(cfg, m.Logger), cfg.Gateway.Web.AllowedOrigins)
+	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	if old.Gateway.Listen != cfg.Gateway.Listen {
 		m.Logger.Warn("gateway.listen changed; restart switchboard for it to take effect", "running", old.Gateway.Listen, "new", cfg.Gateway.Listen)
 	}
