@@ -523,6 +523,7 @@ func TestBusyPairIsPaused(t *testing.T) {
 
 func TestGroupHandOffAnswersInTheGroup(t *testing.T) {
 	h, _, _ := team(t)
+	h.openRoom("lobby")
 	h.deliver(roomEvent("web-ann", "1", "@matty tell finn to build the roof"))
 	ack := h.plat.next(t)
 	reply := h.plat.next(t)
@@ -573,6 +574,7 @@ func TestBotAddressesBotInGroup(t *testing.T) {
 	matty := dbot("mattyatlas", "Matty Atlas", scripted(t, "@finn can you size this: {{.Text}}"), "finnshipley")
 	finn := dbot("finnshipley", "Finn Shipley", scripted(t, "{{if .Delegation}}Sized {{.Delegation.Task}}{{else}}hi{{end}}"))
 	h := newHarness(t, matty, finn)
+	h.openRoom("lobby")
 	h.deliver(roomEvent("web-ann", "1", "@matty the new roof"))
 	first, second := h.plat.next(t), h.plat.next(t)
 	if first.Bot != "mattyatlas" || first.ChatID != "lobby" {
@@ -586,6 +588,7 @@ func TestBotAddressesBotInGroup(t *testing.T) {
 	// Without Matty's permission Finn is not woken; the refusal is on
 	// record but not said in the group.
 	h2 := newHarness(t, dbot("mattyatlas", "Matty Atlas", scripted(t, "@finn look at {{.Text}}")), finn)
+	h2.openRoom("lobby")
 	h2.deliver(roomEvent("web-ann", "1", "@matty the roof"))
 	h2.plat.next(t)
 	quiet(t, h2.plat)

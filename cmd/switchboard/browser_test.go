@@ -179,3 +179,77 @@ func TestBrowserDashboard(t *testing.T) {
 		}
 	}
 }
+
+// A room made in the page is closed: another visitor is refused until
+// the page's Invite adds them, and a closed room the page may not enter
+// leaves its sidebar with the reason.
+func TestBrowserRoomInvite(t *testing.T) {
+	m := startMain(t, configDir(t))
+	ctx := browser(t)
+	bob := dial(t, m.Addr(), nil)
+	bobID := bob.hello["platform_id"].(string)
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate("http://"+m.Addr()+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#status[data-state="open"]`)),
+		chromedp.Click(chromedp.CSS(`#new-room`)),
+		chromedp.WaitVisible(chromedp.CSS(`#room-name`)),
+		chromedp.SendKeys(chromedp.CSS(`#room-name`), "den"),
+		chromedp.Click(chromedp.CSS(`#room-submit`)),
+		chromedp.WaitVisible(chromedp.CSS(`button.room[data-chat="den"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#invite-room`)),
+	)
+	if err != nil {
+		t.Fatalf("making a room in the page: %v", err)
+	}
+	// The room exists once the gateway has the page's join (history,
+	// unlike a join, never makes a room); until Bob is invited he may
+	// neither read nor join it.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		bob.send(map[string]any{"type": "history", "chat": "den", "client_id": "h1"})
+		f := bob.expect("error")
+		if f["code"] == "not_allowed" {
+			break
+		}
+		if f["code"] != "unknown_chat" || time.Now().After(deadline) {
+			t.Fatalf("bob's history = %v", f)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	bob.send(map[string]any{"type": "join", "chat": "den", "client_id": "j1"})
+	bob.refusedWith("not_allowed", "j1")
+
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#invite-room`)),
+		chromedp.WaitVisible(chromedp.CSS(`#invite-user`)),
+		chromedp.SendKeys(chromedp.CSS(`#invite-user`), bobID),
+		chromedp.Click(chromedp.CSS(`#invite-submit`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[contains(@class,"toast")]//span[contains(text(),"Invited `+bobID+`")]`)),
+	)
+	if err != nil {
+		t.Fatalf("inviting in the page: %v", err)
+	}
+	bob.send(map[string]any{"type": "join", "chat": "den"})
+	bob.expect("joined")
+	bob.send(map[string]any{"type": "send", "chat": "den", "text": "hello from bob", "client_id": "s1"})
+	bob.expect("ack")
+	err = chromedp.Do(ctx, chromedp.WaitVisible(chromedp.Search(`//div[@id="messages"]//*[contains(text(),"hello from bob")]`)))
+	if err != nil {
+		t.Fatalf("bob's message in the page: %v", err)
+	}
+
+	// Bob's closed room refuses the page: the room leaves the sidebar.
+	bob.send(map[string]any{"type": "join", "chat": "vault"})
+	bob.expect("joined")
+	err = chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#new-room`)),
+		chromedp.WaitVisible(chromedp.CSS(`#room-name`)),
+		chromedp.SendKeys(chromedp.CSS(`#room-name`), "vault"),
+		chromedp.Click(chromedp.CSS(`#room-submit`)),
+		chromedp.WaitVisible(chromedp.Search(`//div[contains(@class,"toast-error")]//span[contains(text(),"Couldn't join")]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`button.room[data-chat="vault"]`)),
+	)
+	if err != nil {
+		t.Fatalf("refused join in the page: %v", err)
+	}
+}

@@ -322,6 +322,9 @@ func TestGroupRoom(t *testing.T) {
 	if j := a.expect("joined"); len(j["bots"].([]any)) != 2 {
 		t.Fatalf("joined = %v", j)
 	}
+	// The room is closed: b comes in on a's invite.
+	a.send(map[string]any{"type": "invite", "chat": "lobby", "user": b.hello["platform_id"]})
+	a.expect("invited")
 	b.send(map[string]any{"type": "join", "chat": "lobby"})
 	b.expect("joined")
 

@@ -157,13 +157,6 @@ func (c *conn) joined() map[string]struct{} {
 	return out
 }
 
-func (c *conn) inRoom(room string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.rooms[room]
-	return ok
-}
-
 // writeLoop writes queued frames and pings until the connection closes;
 // frames it could not write are reported as such.
 func (c *conn) writeLoop() {
@@ -320,6 +313,8 @@ func (c *conn) handle(f inFrame) error {
 		return c.handleJoin(ctx, f)
 	case "history":
 		return c.handleHistory(ctx, f)
+	case "invite":
+		return c.handleInvite(ctx, f)
 	}
 	return badRequest(f.ClientID, "unknown type %q", f.Type)
 }
@@ -353,9 +348,8 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 		ev.ChatID = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		ev.MessageID = clientID
 	} else {
-		if !c.inRoom(f.Chat) {
-			return &frameError{Code: codeUnknownChat, Message: "join " + strconv.Quote(f.Chat) + " before sending to it", ClientID: f.ClientID}
-		}
+		// Whether the person may write in the room (SPEC §12) is the
+		// gateway's to say, in Deliver.
 		ev.ChatID, ev.ChatType, ev.ChatName = f.Chat, chat.Group, f.Chat
 		// Client IDs are only unique per sender.
 		ev.MessageID = c.v.platformID + "/" + clientID
@@ -379,24 +373,18 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 			})
 		}
 	}
-	_, err := c.host.Deliver(ctx, ev)
-	switch {
-	case errors.Is(err, gateway.ErrUnknownBot):
-		return &frameError{Code: codeUnknownBot, Message: err.Error(), ClientID: f.ClientID}
-	case err != nil:
-		c.a.log.Error("deliver", "platform_id", c.v.platformID, "err", err)
-		return &frameError{Code: codeUnavailable, Message: errUnavailable.Error(), ClientID: f.ClientID}
+	if _, err := c.host.Deliver(ctx, ev); err != nil {
+		return c.refusal("deliver", err, f.ClientID)
 	}
 	return nil
 }
 
 func (c *conn) handleJoin(ctx context.Context, f inFrame) error {
-	bots, err := c.host.JoinRoom(ctx, gateway.PlatformWeb, f.Chat, c.v.platformID, f.Bots)
-	if errors.Is(err, gateway.ErrUnknownBot) {
-		return &frameError{Code: codeUnknownBot, Message: err.Error(), ClientID: f.ClientID}
-	}
+	bots, err := c.host.JoinRoom(ctx, gateway.RoomJoin{
+		Platform: gateway.PlatformWeb, Room: f.Chat, PlatformID: c.v.platformID, Bots: f.Bots, Open: f.Open,
+	})
 	if err != nil {
-		return err
+		return c.refusal("join", err, f.ClientID)
 	}
 	c.mu.Lock()
 	c.rooms[f.Chat] = struct{}{}
@@ -422,14 +410,11 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 		out.Chat = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		msgs, err = c.host.SessionHistory(ctx, f.Bot, c.v.platformID, limit)
 	} else {
-		if !c.inRoom(f.Chat) {
-			return &frameError{Code: codeUnknownChat, Message: "join " + strconv.Quote(f.Chat) + " first", ClientID: f.ClientID}
-		}
 		out.Chat = f.Chat
-		msgs, err = c.host.ChatHistory(ctx, gateway.PlatformWeb, f.Chat, limit)
+		msgs, err = c.host.RoomHistory(ctx, gateway.PlatformWeb, f.Chat, c.v.platformID, limit)
 	}
 	if err != nil {
-		return err
+		return c.refusal("history", err, f.ClientID)
 	}
 	for _, m := range msgs {
 		out.Messages = append(out.Messages, frameOf(m))

@@ -334,7 +334,8 @@ func (a *Adapter) DelegationChanged(ref delegation.Ref, platformIDs []string) {
 
 // Typing implements gateway.Typer.
 func (a *Adapter) Typing(ctx context.Context, bot, chatID string) error {
-	_, _, private := gateway.SplitPrivateChatID(chatID)
+	// (A room's name may hold a ':', but never has a private chat's form.)
+	_, private := gateway.PrivateChatOwner(chatID)
 	for _, c := range a.recipients(chatID, !private) {
 		c.send(typingFrame{Type: "typing", Chat: chatID, Bot: bot})
 	}
