@@ -430,12 +430,13 @@ type gatewayProcess struct {
 	exited chan struct{}
 }
 
-// startGatewayProcess runs the binary on dir and waits for /healthz. It is
-// killed at cleanup if still running.
-func startGatewayProcess(t *testing.T, bin, dir, addr string) *gatewayProcess {
+// startGatewayProcess runs the binary on dir, with env (NAME=value) added
+// to its environment, and waits for /healthz. It is killed at cleanup if
+// still running.
+func startGatewayProcess(t *testing.T, bin, dir, addr string, env ...string) *gatewayProcess {
 	t.Helper()
 	p := &gatewayProcess{cmd: exec.Command(bin, "serve", "--config", dir), out: &processOutput{}, exited: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=crash-test")
+	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=crash-test"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
