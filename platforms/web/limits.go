@@ -134,9 +134,11 @@ func burstOf(perSecond float64) int {
 // bucket is empty (or the set is full of other keys); otherwise undo,
 // when not nil, gives the token back (see allowMessage).
 func (s *rateSet) take(key string, now time.Time) (undo *rate.Reservation, ok bool) {
+	// All under mu (a bucket's own lock is not enough): a sweep must not
+	// drop a bucket between its lookup and its use.
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.limit <= 0 {
-		s.mu.Unlock()
 		return nil, true
 	}
 	b := s.buckets[key]
@@ -145,7 +147,6 @@ func (s *rateSet) take(key string, now time.Time) (undo *rate.Reservation, ok bo
 			s.sweep(now)
 		}
 		if len(s.buckets) >= maxRateKeys {
-			s.mu.Unlock()
 			return nil, false
 		}
 		if s.buckets == nil {
@@ -154,7 +155,6 @@ func (s *rateSet) take(key string, now time.Time) (undo *rate.Reservation, ok bo
 		b = rate.NewLimiter(s.limit, s.burst)
 		s.buckets[key] = b
 	}
-	s.mu.Unlock()
 	r := b.ReserveN(now, 1)
 	if !r.OK() || r.DelayFrom(now) > 0 {
 		r.CancelAt(now)
