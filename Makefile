@@ -4,10 +4,15 @@
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN         := bin/switchboard
+FUZZTIME    ?= 5s
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 export CGO_ENABLED := 1
+# go.mod names the Go release to build with (the newest patch of its
+# minor version, for its security fixes); an older local Go downloads it
+# from the module proxy once.
+export GOTOOLCHAIN := auto
 
-.PHONY: all build run test lint bench bench-go deps browser clean
+.PHONY: all build run test lint fuzz bench bench-go deps browser clean
 
 all: build
 
@@ -35,6 +40,12 @@ lint: deps
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	GO=$(GO) scripts/vulncheck.sh
+
+# Every fuzz target for a short time (FUZZTIME each, default 5s); CI runs
+# it after the tests.
+fuzz: deps
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # One table from one run (about 75 seconds): the gateway binary against a
 # bare WebSocket echo server and a fake model server on this machine; see

@@ -1,17 +1,18 @@
 // Package api serves Switchboard's admin HTTP API (SPEC §8) under /api/v1
-// and the dashboard. Every endpoint needs the admin token, as a bearer
-// header or the dashboard's cookie.
+// and the dashboard. Every endpoint needs the admin token: reads take the
+// bearer header or the dashboard's session cookie, changes only the
+// bearer header (auth.go).
 package api
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/chat"
@@ -47,12 +48,17 @@ type Server struct {
 	// Token is the admin bearer token; it must not be empty.
 	Token  string
 	Logger *slog.Logger
+
+	// secure marks the dashboard cookie Secure on plain HTTP too.
+	secure atomic.Bool
+	// dash holds the dashboard's cookie sessions.
+	dash dashboardSessions
+	// now is the clock for session expiry; nil means time.Now.
+	now func() time.Time
 }
 
-// cookieName holds the admin token for the dashboard's own requests.
-const cookieName = "switchboard_admin"
-
-// Handler returns the API and dashboard routes, all behind the token.
+// Handler returns the API and dashboard routes, all behind the token
+// (auth).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/bots", s.bots)
@@ -67,50 +73,6 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /dashboard", s.dashboard)
 	return s.auth(mux)
-}
-
-// auth admits requests carrying the token. GET /dashboard?token=… sets an
-// HttpOnly cookie and redirects to the clean URL, so the token leaves the
-// address bar and history.
-func (s *Server) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/dashboard" && r.URL.Query().Has("token") {
-			if !s.valid(r.URL.Query().Get("token")) {
-				writeError(w, http.StatusUnauthorized, "unauthorized", "bad admin token")
-				return
-			}
-			http.SetCookie(w, &http.Cookie{
-				Name: cookieName, Value: s.Token, Path: "/", HttpOnly: true,
-				SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
-			})
-			http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
-			return
-		}
-		if !s.valid(bearer(r)) {
-			writeError(w, http.StatusUnauthorized, "unauthorized",
-				"admin token required: Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) valid(token string) bool {
-	return s.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.Token)) == 1
-}
-
-// bearer extracts the token from the Authorization header or the cookie.
-func bearer(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); h != "" {
-		if t, ok := strings.CutPrefix(h, "Bearer "); ok {
-			return strings.TrimSpace(t)
-		}
-		return ""
-	}
-	if c, err := r.Cookie(cookieName); err == nil {
-		return c.Value
-	}
-	return ""
 }
 
 // botJSON is a bot as the API shows it.

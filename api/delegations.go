@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -17,9 +18,6 @@ type Delegations interface {
 	Delegation(ctx context.Context, id string) (delegation.Record, error)
 	Delegations(ctx context.Context, user, status string) ([]delegation.Record, error)
 }
-
-// maxBody bounds a POST body.
-const maxBody = 1 << 20
 
 // delegationJSON is SPEC §8's delegation shape.
 type delegationJSON struct {
@@ -83,10 +81,7 @@ type delegateBody struct {
 
 func (s *Server) postDelegation(w http.ResponseWriter, r *http.Request) {
 	var body delegateBody
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", "malformed JSON body: "+err.Error())
+	if !decodeBody(w, r, &body) {
 		return
 	}
 	for k, v := range map[string]string{"from_bot": body.FromBot, "to_bot": body.ToBot, "user": body.User, "task": body.Task} {
@@ -152,4 +147,33 @@ func (s *Server) getDelegation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, delegationOf(d))
+}
+
+// decodeBody reads r's body (bounded by auth) as one JSON object into v,
+// refusing unknown fields, and answers 413 or 400 when it cannot.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		// One value only: anything after it is a malformed body.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = terr
+			if err == nil {
+				err = errors.New("data after the JSON object")
+			}
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", tooLargeMessage)
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "bad_request", "the body is empty: a JSON object is required")
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", "malformed JSON body: "+err.Error())
+	}
+	return false
 }

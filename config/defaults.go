@@ -18,6 +18,10 @@ const (
 	DefaultCrossbotResponseChance    = 0.35
 	DefaultCrossbotCooldown          = 6 * time.Hour
 	DefaultRetentionAnonymous        = 30 * 24 * time.Hour
+	// Limits of the web widget (SPEC §12).
+	DefaultWebMaxConnectionsPerIP           = 100
+	DefaultWebMaxMessagesPerSecondPerPerson = 5.0
+	DefaultWebMaxMessagesPerSecondPerIP     = 2.0
 )
 
 // A default replaces a number or duration only when its key is omitted (or
@@ -29,6 +33,9 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	g := &cfg.Gateway
 	setString(&g.Listen, DefaultListen)
 	setString(&g.Database, DefaultDatabase)
+	setIfOmitted(doc, "gateway.web.max_connections_per_ip", &g.Web.MaxConnectionsPerIP, DefaultWebMaxConnectionsPerIP)
+	setIfOmitted(doc, "gateway.web.max_messages_per_second_per_person", &g.Web.MaxMessagesPerSecondPerPerson, DefaultWebMaxMessagesPerSecondPerPerson)
+	setIfOmitted(doc, "gateway.web.max_messages_per_second_per_ip", &g.Web.MaxMessagesPerSecondPerIP, DefaultWebMaxMessagesPerSecondPerIP)
 	setIfOmitted(doc, "gateway.delegation.max_depth", &g.Delegation.MaxDepth, DefaultDelegationMaxDepth)
 	setIfOmitted(doc, "gateway.delegation.cooldown", &g.Delegation.Cooldown, DefaultDelegationCooldown)
 	setIfOmitted(doc, "gateway.delegation.context_messages", &g.Delegation.ContextMessages, DefaultDelegationContextMessages)

@@ -19,9 +19,10 @@ func TestLoadFullSpecConfig(t *testing.T) {
 		t.Errorf("Dir = %q, want %q", cfg.Dir, abs)
 	}
 	wantGateway := Gateway{
-		Listen:     "127.0.0.1:8080",
-		Database:   "switchboard.db",
-		Web:        WebSettings{SecretEnv: "SWITCHBOARD_WEB_SECRET", AllowedOrigins: []string{}},
+		Listen:   "127.0.0.1:8080",
+		Database: "switchboard.db",
+		Web: WebSettings{SecretEnv: "SWITCHBOARD_WEB_SECRET", AllowedOrigins: []string{}, SecureCookies: true,
+			MaxConnectionsPerIP: 100, MaxMessagesPerSecondPerPerson: 5, MaxMessagesPerSecondPerIP: 2},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
 		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0.35, Cooldown: 6 * time.Hour},
 		Retention:  Retention{Anonymous: 30 * 24 * time.Hour},
@@ -91,6 +92,8 @@ func TestLoadDefaults(t *testing.T) {
 gateway:
   crossbot:
     response_chance: 0
+  web:
+    max_messages_per_second_per_ip: 0
 bots:
   - id: s
     brain: {kind: script, default: hi}
@@ -104,6 +107,7 @@ bots:
 	want := Gateway{
 		Listen:     DefaultListen,
 		Database:   DefaultDatabase,
+		Web:        WebSettings{MaxConnectionsPerIP: 100, MaxMessagesPerSecondPerPerson: 5, MaxMessagesPerSecondPerIP: 0},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
 		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0, Cooldown: 6 * time.Hour},
 		Retention:  Retention{Anonymous: DefaultRetentionAnonymous},

@@ -90,6 +90,21 @@ type WebSettings struct {
 	// AllowedOrigins lists origins ("https://example.com") or "*" that may
 	// open /ws; empty means same origin only.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// SecureCookies marks the dashboard's session cookie Secure on plain
+	// HTTP too, for a gateway behind a TLS proxy (default false; over TLS
+	// the cookie is always Secure). Live.
+	SecureCookies bool `yaml:"secure_cookies"`
+	// MaxConnectionsPerIP bounds the open /ws connections from one remote
+	// address (default 100); 0 means no limit.
+	MaxConnectionsPerIP int `yaml:"max_connections_per_ip"`
+	// MaxMessagesPerSecondPerPerson is the sustained rate of messages one
+	// person may send across all their connections (default 5); 0 means
+	// no limit.
+	MaxMessagesPerSecondPerPerson float64 `yaml:"max_messages_per_second_per_person"`
+	// MaxMessagesPerSecondPerIP is the sustained rate of messages that
+	// anonymous visitors from one address may send together (default 2);
+	// 0 means no limit.
+	MaxMessagesPerSecondPerIP float64 `yaml:"max_messages_per_second_per_ip"`
 }
 
 // DelegationLimits is gateway.delegation.

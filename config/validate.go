@@ -53,6 +53,9 @@ func validateGateway(r *report, g *Gateway) {
 			r.errorf(fmt.Sprintf("gateway.web.allowed_origins[%d]", i), "%s", msg)
 		}
 	}
+	atLeast(r, "gateway.web.max_connections_per_ip", g.Web.MaxConnectionsPerIP, 0)
+	checkRate(r, "gateway.web.max_messages_per_second_per_person", g.Web.MaxMessagesPerSecondPerPerson)
+	checkRate(r, "gateway.web.max_messages_per_second_per_ip", g.Web.MaxMessagesPerSecondPerIP)
 	d, c := g.Delegation, g.Crossbot
 	atLeast(r, "gateway.delegation.max_depth", d.MaxDepth, 0)
 	atLeast(r, "gateway.delegation.cooldown", d.Cooldown, 0)
@@ -180,6 +183,14 @@ func atLeast[T ~int | ~int64 | ~float64](r *report, key string, v, min T) {
 		} else {
 			r.errorf(key, "must be positive, got %v", v)
 		}
+	}
+}
+
+// checkRate reports a rate per second that is negative or not a finite
+// number (0 is allowed: no limit).
+func checkRate(r *report, key string, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		r.errorf(key, "must be a number of messages per second, 0 or more (0: no limit), got %v", v)
 	}
 }
 

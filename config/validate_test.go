@@ -230,6 +230,26 @@ func TestLoadErrors(t *testing.T) {
 			key: "gateway.crossbot.response_chance", line: 3, msg: "between 0 and 1",
 		},
 		{
+			name: "negative connection cap",
+			file: BotsFile, yaml: "gateway:\n  web:\n    max_connections_per_ip: -1\n" + minimalBots,
+			key: "gateway.web.max_connections_per_ip", line: 3, msg: "must not be negative, got -1",
+		},
+		{
+			name: "negative message rate",
+			file: BotsFile, yaml: "gateway:\n  web:\n    max_messages_per_second_per_person: -0.5\n" + minimalBots,
+			key: "gateway.web.max_messages_per_second_per_person", line: 3, msg: "0 or more (0: no limit), got -0.5",
+		},
+		{
+			name: "infinite message rate",
+			file: BotsFile, yaml: "gateway:\n  web:\n    max_messages_per_second_per_ip: .inf\n" + minimalBots,
+			key: "gateway.web.max_messages_per_second_per_ip", line: 3, msg: "0 or more (0: no limit), got +Inf",
+		},
+		{
+			name: "message rate as a string",
+			file: BotsFile, yaml: "gateway:\n  web:\n    max_messages_per_second_per_ip: \"2\"\n" + minimalBots,
+			key: "gateway.web.max_messages_per_second_per_ip", line: 3, msg: "a number",
+		},
+		{
 			name: "allowed origin with a path",
 			file: BotsFile, yaml: "gateway:\n  web:\n    allowed_origins: ['*', https://example.com/]\n" + minimalBots,
 			key: "gateway.web.allowed_origins[1]", line: 3, msg: "no path or trailing /",
@@ -238,6 +258,11 @@ func TestLoadErrors(t *testing.T) {
 			name: "allowed origin without scheme",
 			file: BotsFile, yaml: "gateway:\n  web:\n    allowed_origins: [example.com]\n" + minimalBots,
 			key: "gateway.web.allowed_origins[0]", line: 3, msg: "not an origin",
+		},
+		{
+			name: "secure_cookies not a bool",
+			file: BotsFile, yaml: "gateway:\n  web:\n    secure_cookies: \"yes\"\n" + minimalBots,
+			key: "gateway.web.secure_cookies", line: 3, msg: "expected true or false",
 		},
 		{
 			name: "listen not host:port",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/sessions"
@@ -57,6 +58,11 @@ func (g *Gateway) Delegate(ctx context.Context, r DelegateRequest) (delegation.R
 			return delegation.Record{}, fmt.Errorf("%w: expected_outputs[%d] has no name", ErrBadRequest, i)
 		case seen[e.Name]:
 			return delegation.Record{}, fmt.Errorf("%w: expected_outputs[%d]: %q named twice", ErrBadRequest, i, e.Name)
+		}
+		// A name is a file name, never a path (SPEC §12), refused here
+		// rather than when the target's brain would write it.
+		if err := brains.CheckArtifactName(e.Name); err != nil {
+			return delegation.Record{}, fmt.Errorf("%w: expected_outputs[%d]: %v", ErrBadRequest, i, err)
 		}
 		seen[e.Name] = true
 		if len(e.Schema) > 0 {

@@ -523,6 +523,7 @@ func TestBusyPairIsPaused(t *testing.T) {
 
 func TestGroupHandOffAnswersInTheGroup(t *testing.T) {
 	h, _, _ := team(t)
+	h.openRoom("lobby")
 	h.deliver(roomEvent("web-ann", "1", "@matty tell finn to build the roof"))
 	ack := h.plat.next(t)
 	reply := h.plat.next(t)
@@ -573,6 +574,7 @@ func TestBotAddressesBotInGroup(t *testing.T) {
 	matty := dbot("mattyatlas", "Matty Atlas", scripted(t, "@finn can you size this: {{.Text}}"), "finnshipley")
 	finn := dbot("finnshipley", "Finn Shipley", scripted(t, "{{if .Delegation}}Sized {{.Delegation.Task}}{{else}}hi{{end}}"))
 	h := newHarness(t, matty, finn)
+	h.openRoom("lobby")
 	h.deliver(roomEvent("web-ann", "1", "@matty the new roof"))
 	first, second := h.plat.next(t), h.plat.next(t)
 	if first.Bot != "mattyatlas" || first.ChatID != "lobby" {
@@ -586,11 +588,46 @@ func TestBotAddressesBotInGroup(t *testing.T) {
 	// Without Matty's permission Finn is not woken; the refusal is on
 	// record but not said in the group.
 	h2 := newHarness(t, dbot("mattyatlas", "Matty Atlas", scripted(t, "@finn look at {{.Text}}")), finn)
+	h2.openRoom("lobby")
 	h2.deliver(roomEvent("web-ann", "1", "@matty the roof"))
 	h2.plat.next(t)
 	quiet(t, h2.plat)
 	list, _ := h2.gw.Delegations(context.Background(), "web-ann", delegation.StatusRefused)
 	if len(list) != 1 || list[0].Error != "I'm not allowed to hand work to Finn Shipley." {
 		t.Errorf("refused records = %+v", list)
+	}
+}
+
+func TestDelegateRefusesBadExpectedOutputs(t *testing.T) {
+	h, _, _ := team(t)
+	tests := []struct {
+		name string
+		exp  []delegation.Expected
+		want string // in the error
+	}{
+		{"empty", []delegation.Expected{{Name: ""}}, "has no name"},
+		{"blank", []delegation.Expected{{Name: "  "}}, "has no name"},
+		{"duplicate", []delegation.Expected{{Name: "a.md"}, {Name: "a.md"}}, "named twice"},
+		{"parent", []delegation.Expected{{Name: "../x"}}, `contains ".."`},
+		{"dot dot alone", []delegation.Expected{{Name: ".."}}, `contains ".."`},
+		{"slash", []delegation.Expected{{Name: "a/b.json"}}, `contains "/"`},
+		{"absolute", []delegation.Expected{{Name: "/etc/passwd"}}, `contains "/"`},
+		{"backslash", []delegation.Expected{{Name: `a\b.json`}}, `contains "\"`},
+		{"nul", []delegation.Expected{{Name: "a\x00.json"}}, "NUL"},
+		{"dot", []delegation.Expected{{Name: "."}}, "directory itself"},
+		{"second of two", []delegation.Expected{{Name: "ok.md"}, {Name: "sub/x.md"}}, "expected_outputs[1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.gw.Delegate(context.Background(), gateway.DelegateRequest{
+				From: "mattyatlas", To: "finnshipley", User: "web-ann", Task: "x", Expected: tt.exp})
+			if !errors.Is(err, gateway.ErrBadRequest) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want ErrBadRequest naming %q", err, tt.want)
+			}
+		})
+	}
+	list, err := h.gw.Delegations(context.Background(), "", "")
+	if err != nil || len(list) != 0 {
+		t.Errorf("refused submissions stored delegations: %v %v", list, err)
 	}
 }

@@ -36,17 +36,19 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 	user := g.resolve(ev.Sender, ev.Bot, roster)
 
 	// The bots that may answer: a private chat's bot, a platform group's
-	// bot (each bot receives its own copy), or a web room's bots.
+	// bot (each bot receives its own copy), or a room's bots. A room (a
+	// group event without a bot) takes messages from its members only,
+	// or from anyone when it is open (SPEC §12).
 	var present []string
 	if ev.ChatType == chat.Group {
 		if ev.Bot != "" {
 			present = []string{ev.Bot}
 		} else {
-			var err error
-			present, err = g.store.EnsureRoom(ctx, ev.Platform, ev.ChatID, ev.Sender.PlatformID, botIDs(roster, ev.Platform))
+			room, err := g.enterRoom(ctx, ev.Platform, ev.ChatID, ev.Sender.PlatformID)
 			if err != nil {
-				return Receipt{}, fmt.Errorf("deliver: %w", err)
+				return Receipt{}, fmt.Errorf("deliver: %w", g.refused("send", ev.Platform, ev.ChatID, ev.Sender.PlatformID, err))
 			}
+			present = room.Bots
 		}
 	}
 	var turns []sessions.Request

@@ -37,6 +37,7 @@ func TestGroupAddressForms(t *testing.T) {
 	matty := bot("mattyatlas", echo)
 	matty.Name = "Matty Atlas"
 	h := newHarness(t, matty, finn)
+	h.openRoom("lobby")
 
 	// Give Finn a message of his own to reply to.
 	h.deliver(roomEvent("web-ann", "seed", "@finn hello"))
@@ -85,6 +86,7 @@ func TestGroupHistoryIsLabelled(t *testing.T) {
 		return brains.Reply{Text: "ok"}, nil
 	})
 	h := newHarness(t, bot("matty", look))
+	h.openRoom("lobby")
 	h.deliver(roomEvent("web-ann", "1", "unaddressed chatter"))
 	h.deliver(roomEvent("web-bob", "2", "@matty what did Ann say?"))
 	<-done
@@ -110,6 +112,7 @@ func TestSessionScope(t *testing.T) {
 			b := bot("matty", historyEcho)
 			b.SessionScope = tc.scope
 			h := newHarness(t, b)
+			h.openRoom("lobby")
 			h.deliver(roomEvent("web-ann", "1", "@matty first"))
 			h.plat.next(t)
 			h.deliver(roomEvent("web-bob", "2", "@matty second"))

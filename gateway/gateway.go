@@ -33,6 +33,15 @@ var (
 	// ErrInvalidEvent: the event lacks a field or is malformed; sending
 	// it again will not help.
 	ErrInvalidEvent = errors.New("invalid event")
+	// ErrInvalidRequest: a request names a room or a user in a way the
+	// rules refuse (CheckRoomName); asking again will not help.
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrNotAllowed: the person may not enter, read or write that chat:
+	// a closed room they are not a member of, or another person's
+	// private chat (SPEC §12).
+	ErrNotAllowed = errors.New("not allowed")
+	// ErrUnknownChat: no room has that name.
+	ErrUnknownChat = errors.New("unknown chat")
 )
 
 // Options configure a Gateway. The three stores are usually one.

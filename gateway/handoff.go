@@ -175,7 +175,7 @@ func originSender(t sessions.Turn, parent *delegation.Record, to chat.Ref) strin
 	if parent != nil && parent.Origin.Platform == to.Platform {
 		return parent.OriginSender
 	}
-	if pid, _, ok := SplitPrivateChatID(to.ID); ok && to.Platform == PlatformWeb {
+	if pid, _, ok := SplitPrivateChatID(to.ID); ok && to.Platform == PlatformWeb && to.Type == chat.Private {
 		return pid
 	}
 	return ""

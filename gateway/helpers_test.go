@@ -162,6 +162,16 @@ func (h *harness) deliver(ev gateway.Event) gateway.Receipt {
 	return r
 }
 
+// openRoom makes room an open web room with every web bot, as web-ann's
+// join would, so that anyone may speak in it.
+func (h *harness) openRoom(room string) {
+	h.t.Helper()
+	j := gateway.RoomJoin{Platform: "web", Room: room, PlatformID: "web-ann", Open: true}
+	if _, err := h.gw.JoinRoom(context.Background(), j); err != nil {
+		h.t.Fatalf("open room %s: %v", room, err)
+	}
+}
+
 // unreachableUntil is a recorder's fail: every recipient is unreachable
 // until online is set.
 func unreachableUntil(online *atomic.Bool) func(outbox.Entry) error {

@@ -55,27 +55,3 @@ func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, li
 func (g *Gateway) ChatHistory(ctx context.Context, platform, chatID string, limit int) ([]chat.Message, error) {
 	return g.store.ChatMessages(ctx, platform, chatID, limit)
 }
-
-// JoinRoom implements Host.
-func (g *Gateway) JoinRoom(ctx context.Context, platform, room, member string, bots []string) ([]BotInfo, error) {
-	roster := g.roster.Load()
-	if bots == nil {
-		bots = botIDs(roster, platform)
-	}
-	for _, id := range bots {
-		if b, ok := roster.Bot(id); !ok || !b.On(platform) {
-			return nil, fmt.Errorf("join: %w: %q", ErrUnknownBot, id)
-		}
-	}
-	ids, err := g.store.EnsureRoom(ctx, platform, room, member, bots)
-	if err != nil {
-		return nil, fmt.Errorf("join: %w", err)
-	}
-	out := make([]BotInfo, 0, len(ids))
-	for _, id := range ids {
-		if b, ok := roster.Bot(id); ok {
-			out = append(out, BotInfo{ID: b.ID, Name: b.Name})
-		}
-	}
-	return out, nil
-}

@@ -395,6 +395,7 @@ func TestGroupMessageNeedsAddress(t *testing.T) {
 		return echo(ctx, tr)
 	})
 	h := newHarness(t, bot("matty", echo), bot("finn", slowEcho))
+	h.openRoom("lobby")
 	room := func(id, text string) gateway.Event {
 		return gateway.Event{
 			Platform: "web", ChatID: "lobby", ChatType: chat.Group, MessageID: id,

@@ -64,12 +64,38 @@ type Host interface {
 	// wrappers and system messages.
 	SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]chat.Message, error)
 	// ChatHistory returns the recent messages of one group chat, oldest
-	// first.
+	// first, whoever asks: it is for a platform's own groups, whose
+	// membership the platform keeps. A room's history is RoomHistory.
 	ChatHistory(ctx context.Context, platform, chatID string, limit int) ([]chat.Message, error)
-	// JoinRoom adds member to the group chat room of platform, creating it
-	// with bots when it does not exist yet (nil bots: every bot on the
-	// platform). It returns the room's bots.
-	JoinRoom(ctx context.Context, platform, room, member string, bots []string) ([]BotInfo, error)
+	// JoinRoom makes j's person a member of a room, creating it when it
+	// does not exist yet (SPEC §12), and returns the room's bots. The
+	// refusals are *Refusal errors: a bad room name (ErrInvalidRequest),
+	// a closed room the person is not a member of or another person's
+	// private chat (ErrNotAllowed), an unknown bot when the join creates
+	// the room (ErrUnknownBot).
+	JoinRoom(ctx context.Context, j RoomJoin) ([]BotInfo, error)
+	// RoomHistory returns the recent chat messages of a room, oldest
+	// first, if platformID's person may read it: a member, or anyone in
+	// an open room. Refused like JoinRoom, and with ErrUnknownChat when
+	// there is no such room.
+	RoomHistory(ctx context.Context, platform, room, platformID string, limit int) ([]chat.Message, error)
+	// InviteToRoom makes the person user names (a master user ID or a
+	// platform ID) a member of a room, on behalf of platformID's person,
+	// who must be a member. Refused like RoomHistory, and with
+	// ErrInvalidRequest when user cannot be a user ID.
+	InviteToRoom(ctx context.Context, platform, room, platformID, user string) error
+}
+
+// RoomJoin asks Host.JoinRoom to join a room.
+type RoomJoin struct {
+	Platform, Room string
+	// PlatformID is who joins.
+	PlatformID string
+	// Bots and Open make the room when this join creates it (nil Bots:
+	// every bot on the platform); an existing room keeps its own, which
+	// no join changes.
+	Bots []string
+	Open bool
 }
 
 // Receipt is Deliver's answer.

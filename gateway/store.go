@@ -36,9 +36,26 @@ type Store interface {
 	// ChatMessages returns a group chat's newest limit chat messages,
 	// oldest first.
 	ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]chat.Message, error)
-	// EnsureRoom creates a group chat if absent, with bots as its bots,
-	// and adds member. It returns the room's bots.
-	EnsureRoom(ctx context.Context, platform, chatID, member string, bots []string) ([]string, error)
+	// Room returns the room chatID of platform as p sees it: its bots,
+	// whether it is open, whether p is a member. No such chat is an
+	// error wrapping ErrUnknownChat; a group chat that is not a room (a
+	// Telegram or Discord group, whose membership is the platform's)
+	// one wrapping ErrNotAllowed.
+	Room(ctx context.Context, platform, chatID string, p Person) (Room, error)
+	// JoinRoom makes p a member of the room chatID, in one transaction:
+	// when there is no such chat it creates the room as nr says, p its
+	// first member; an open room or one p is a member of it joins. A
+	// closed room p is not a member of, and a group chat that is not a
+	// room, are refused with an error wrapping ErrNotAllowed and
+	// nothing changes. An existing room keeps its bots and openness.
+	JoinRoom(ctx context.Context, platform, chatID string, p Person, nr NewRoom) (Room, error)
+	// AddRoomMember makes member a member of the room chatID, on behalf
+	// of inviter, in one transaction. An inviter who is not a member is
+	// refused with an error wrapping ErrNotAllowed (so is a group chat
+	// that is not a room), no such chat with one wrapping
+	// ErrUnknownChat; nothing changes then. A member already in is
+	// left as they are.
+	AddRoomMember(ctx context.Context, platform, chatID string, inviter, member Person) error
 	// ChatHasBot reports whether bot takes part in a group chat.
 	ChatHasBot(ctx context.Context, platform, chatID, bot string) (bool, error)
 	// LastPrivateChatOfUser returns the private chat where a person last
@@ -81,4 +98,44 @@ type InboundResult struct {
 	Duplicate bool
 	// Turns are the turns the message queued.
 	Turns []sessions.TurnRef
+}
+
+// Person names one person to the store's room calls. Membership is per
+// person: whichever of their identities they come from, they are the
+// same member.
+type Person struct {
+	// ID is what a new membership records: the master user ID, or the
+	// platform ID of a person users.yaml does not list.
+	ID string
+	// Identities are the person's platform IDs: a membership recorded
+	// under one of them (before users.yaml listed it, say) is theirs.
+	Identities []string
+}
+
+// IDs lists every ID that names p: ID, then the identities.
+func (p Person) IDs() []string {
+	out := []string{p.ID}
+	for _, id := range p.Identities {
+		if id != p.ID {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Room is a group room that Switchboard keeps itself (on the web), as
+// one person sees it.
+type Room struct {
+	// Bots are the room's bots, in the order they were added.
+	Bots []string
+	// Open rooms let anyone join; closed ones only their members.
+	Open bool
+	// Member says whether the person is a member.
+	Member bool
+}
+
+// NewRoom is what a join that creates a room makes it with.
+type NewRoom struct {
+	Bots []string
+	Open bool
 }

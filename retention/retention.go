@@ -41,9 +41,9 @@ type Store interface {
 	// with every message in them, their messages in rooms (with the
 	// bots' replies to them), their sessions and turns, the outbox
 	// entries, dedupe keys and artifacts of those messages, the
-	// delegations made for them with their artifacts, and their place
-	// in rooms; a room left with no member and no message is deleted
-	// too. An artifact that a delegation of someone else takes as input
+	// delegations made for them with their artifacts, and their
+	// memberships of rooms; a room left with no member and no message is
+	// deleted too. An artifact that a delegation of someone else takes as input
 	// is kept. A visitor with a turn or an outbox entry still pending,
 	// or a delegation still open, is left for a later call (counted in
 	// Skipped). listed is called on the caller's goroutine.

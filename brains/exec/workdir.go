@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/switchboard-chat/switchboard/brains"
 )
 
 // workdir returns the session's working directory under the brain's
@@ -63,17 +65,12 @@ func dirName(id string) string {
 
 // errUnsafeName is the cause for artifact names that are not a plain
 // file name.
-var errUnsafeName = errors.New("not a plain file name")
+var errUnsafeName = brains.ErrUnsafeName
 
 // checkName accepts a name that stays a single file in the working
-// directory: no separators, no "..", no NUL, not empty.
-func checkName(name string) error {
-	if name == "" || name == "." || strings.Contains(name, "..") ||
-		strings.ContainsAny(name, `/\`+"\x00") || !filepath.IsLocal(name) {
-		return fmt.Errorf("artifact name %q: %w", name, errUnsafeName)
-	}
-	return nil
-}
+// directory, by the rule the gateway applies at submission
+// (brains.CheckArtifactName): no separators, no "..", no NUL, not empty.
+func checkName(name string) error { return brains.CheckArtifactName(name) }
 
 // writeFile puts content at dir/name through a temporary file and a
 // rename, so a symlink the program left under that name is replaced, not

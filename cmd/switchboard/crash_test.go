@@ -25,12 +25,14 @@ import (
 // answers at once; Finn's program takes a while, so its session's turns
 // queue up behind a burst and many replies are still to be made when the
 // kill comes. (The new message is the last line of an exec brain's
-// prompt.)
+// prompt.) The widget's limits across connections are off: the clients
+// are many anonymous visitors of one address.
 const crashBots = `
 gateway:
   listen: %s
   database: crash.db
-bots:
+  web:
+%sbots:
   - id: mattyatlas
     name: Matty Atlas
     brain:
@@ -70,7 +72,7 @@ func TestCrashSafety(t *testing.T) {
 	bin := buildGatewayBinary(t)
 	dir := t.TempDir()
 	addr := freeLoopbackAddr(t)
-	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), fmt.Appendf(nil, crashBots, addr), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), fmt.Appendf(nil, crashBots, addr, unlimitedWeb), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "users.yaml"), []byte("users: []\n"), 0o644); err != nil {
@@ -428,12 +430,13 @@ type gatewayProcess struct {
 	exited chan struct{}
 }
 
-// startGatewayProcess runs the binary on dir and waits for /healthz. It is
-// killed at cleanup if still running.
-func startGatewayProcess(t *testing.T, bin, dir, addr string) *gatewayProcess {
+// startGatewayProcess runs the binary on dir, with env (NAME=value) added
+// to its environment, and waits for /healthz. It is killed at cleanup if
+// still running.
+func startGatewayProcess(t *testing.T, bin, dir, addr string, env ...string) *gatewayProcess {
 	t.Helper()
 	p := &gatewayProcess{cmd: exec.Command(bin, "serve", "--config", dir), out: &processOutput{}, exited: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=crash-test")
+	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=crash-test"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ func apiPost(t *testing.T, m *Main, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", "http://"+m.Addr()+path, bytes.NewBufferString(body))
 	req.Header.Set("Authorization", "Bearer "+m.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

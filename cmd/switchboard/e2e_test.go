@@ -60,11 +60,33 @@ users:
     identities: [web-bryan, telegram-123456]
 `
 
+// unlimitedWeb turns off the widget's limits across connections (SPEC
+// §12): the load tests open hundreds of anonymous connections from
+// loopback, which the defaults would rightly refuse. The per-connection
+// frame limit stays.
+const unlimitedWeb = `    max_connections_per_ip: 0
+    max_messages_per_second_per_person: 0
+    max_messages_per_second_per_ip: 0
+`
+
 // configDir writes the test configuration to a temp dir.
 func configDir(t *testing.T) string {
 	t.Helper()
+	return writeConfigDir(t, testBots)
+}
+
+// loadConfigDir is configDir with unlimitedWeb.
+func loadConfigDir(t *testing.T) string {
+	t.Helper()
+	const web = "    secret_env: SB_TEST_WEB_SECRET\n"
+	return writeConfigDir(t, strings.Replace(testBots, web, web+unlimitedWeb, 1))
+}
+
+// writeConfigDir writes bots and testUsers to a temp dir.
+func writeConfigDir(t *testing.T, bots string) string {
+	t.Helper()
 	dir := t.TempDir()
-	for name, body := range map[string]string{"bots.yaml": testBots, "users.yaml": testUsers} {
+	for name, body := range map[string]string{"bots.yaml": bots, "users.yaml": testUsers} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -322,6 +344,9 @@ func TestGroupRoom(t *testing.T) {
 	if j := a.expect("joined"); len(j["bots"].([]any)) != 2 {
 		t.Fatalf("joined = %v", j)
 	}
+	// The room is closed: b comes in on a's invite.
+	a.send(map[string]any{"type": "invite", "chat": "lobby", "user": b.hello["platform_id"]})
+	a.expect("invited")
 	b.send(map[string]any{"type": "join", "chat": "lobby"})
 	b.expect("joined")
 
@@ -349,7 +374,7 @@ func TestManyClients(t *testing.T) {
 	if testing.Short() {
 		clients = 20
 	}
-	m := startMain(t, configDir(t))
+	m := startMain(t, loadConfigDir(t))
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	for i := range clients {

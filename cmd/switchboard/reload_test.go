@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -152,5 +154,64 @@ func TestHotReloadBots(t *testing.T) {
 			t.Fatalf("brain not reloaded within 2s: %q", got)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestHotReloadWebLimits changes gateway.web's limits while a connection
+// is open: a lower connection cap refuses the next connection without
+// closing the open one, rates turned off let a burst through, and the
+// defaults come back with the keys removed.
+func TestHotReloadWebLimits(t *testing.T) {
+	dir := configDir(t)
+	m := startMain(t, dir)
+	c := dial(t, m.Addr(), nil)
+	const web = "    secret_env: SB_TEST_WEB_SECRET\n"
+	limited := strings.Replace(testBots, web, web+`    max_connections_per_ip: 1
+    max_messages_per_second_per_person: 0
+    max_messages_per_second_per_ip: 0
+`, 1)
+	writeInPlace(t, filepath.Join(dir, "bots.yaml"), limited)
+	waitDial(t, m.Addr(), http.StatusTooManyRequests)
+
+	// The open connection stays, and with the rates off ten messages at
+	// once all pass (the default rate of an anonymous visitor's address
+	// passes 4).
+	for i := range 10 {
+		c.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": fmt.Sprint("quick ", i), "client_id": fmt.Sprint("q", i)})
+	}
+	for acks := 0; acks < 10; {
+		switch f := c.read(); f["type"] {
+		case "ack":
+			acks++
+		case "error":
+			t.Fatalf("with the rates off: %v", f)
+		}
+	}
+
+	writeInPlace(t, filepath.Join(dir, "bots.yaml"), testBots)
+	waitDial(t, m.Addr(), http.StatusSwitchingProtocols)
+}
+
+// waitDial dials /ws until the answer is status, within 2 s (the spec's
+// bound on a live change).
+func waitDial(t *testing.T, addr string, status int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		ws, resp, _ := dialRaw(addr, nil)
+		if ws != nil {
+			ws.Close()
+		}
+		got := 0
+		if resp != nil {
+			got = resp.StatusCode
+		}
+		if got == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/ws answered %d 2 s after the edit, want %d", got, status)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

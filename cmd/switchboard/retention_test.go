@@ -71,7 +71,7 @@ func TestRetentionDeletesIdleVisitors(t *testing.T) {
 	v.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "hello", "client_id": "v1"})
 	v.expect("ack")
 	v.expect("message")
-	v.send(map[string]any{"type": "join", "chat": "lobby", "bots": []string{"mattyatlas"}})
+	v.send(map[string]any{"type": "join", "chat": "lobby", "bots": []string{"mattyatlas"}, "open": true})
 	v.expect("joined")
 	v.send(map[string]any{"type": "send", "chat": "lobby", "text": "@matty hi room", "client_id": "v2"})
 	v.expect("ack")
@@ -108,8 +108,8 @@ func TestRetentionDeletesIdleVisitors(t *testing.T) {
 	if got := countRows(t, db, "web-ann", "user-ann"); got != annRows {
 		t.Errorf("Ann's rows went from %+v to %+v", annRows, got)
 	}
-	if annRows.messages != 4 || annRows.sessions != 1 || annRows.rooms != 1 {
-		t.Errorf("Ann's rows = %+v; want her 2 messages and 2 replies, her session, her room", annRows)
+	if annRows.messages != 4 || annRows.sessions != 1 || annRows.chats != 1 || annRows.rooms != 1 || annRows.spoke != 1 {
+		t.Errorf("Ann's rows = %+v; want her 2 messages and 2 replies, her session, her private chat, her room", annRows)
 	}
 	status, body := apiGetAt(t, addr, "/api/v1/sessions?user=user-ann", "crash-test")
 	if status != 200 || len(items(body)) != 1 {
@@ -156,13 +156,13 @@ func writeConfig(t *testing.T, dir, bots, users string) {
 
 // rowCounts is what the database holds of one person.
 type rowCounts struct {
-	messages, sessions, chats, rooms, turns, outbox int
+	messages, sessions, chats, rooms, spoke, turns, outbox int
 }
 
 // countRows reads, straight from the database, what it holds of the
 // person with platform ID pid and user ID user: their messages and the
 // replies to them, their sessions, their private chats, the rooms they
-// are in, their turns and outbox entries. The schema is the store's
+// are members of and those they spoke in, their turns and outbox entries. The schema is the store's
 // business; this is the test's independent look at it.
 func countRows(t *testing.T, path, pid, user string) rowCounts {
 	t.Helper()
@@ -180,7 +180,8 @@ func countRows(t *testing.T, path, pid, user string) rowCounts {
 		{&c.messages, `SELECT COUNT(*) FROM messages WHERE user_id = ?`, []any{user}},
 		{&c.sessions, `SELECT COUNT(*) FROM sessions WHERE scope = 'user' AND scope_id = ?`, []any{user}},
 		{&c.chats, `SELECT COUNT(*) FROM conversations WHERE chat_id LIKE ? || ':%'`, []any{pid}},
-		{&c.rooms, `SELECT COUNT(*) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+		{&c.rooms, `SELECT COUNT(*) FROM room_members WHERE member_id = ?`, []any{user}},
+		{&c.spoke, `SELECT COUNT(*) FROM participants p JOIN conversations c ON c.id = p.conversation_id
 			WHERE c.kind = 'group' AND p.kind = 'user' AND p.participant_id = ?`, []any{pid}},
 		{&c.turns, `SELECT COUNT(*) FROM turns t JOIN messages m ON m.id = t.message_id WHERE m.user_id = ?`, []any{user}},
 		{&c.outbox, `SELECT COUNT(*) FROM outbox o JOIN messages m ON m.id = o.message_id WHERE m.user_id = ?`, []any{user}},

@@ -32,6 +32,26 @@ const (
 	closeTimeout = 2 * time.Second
 )
 
+// The HTTP server's timeouts (SPEC §12), so that a client that sends
+// slowly, reads slowly or idles cannot hold a connection for ever. They
+// do not apply to an upgraded /ws connection: the upgrade takes the
+// socket from the server (clearing its deadlines), and the widget keeps
+// its own (a ping every 45 s answered within 60 s, 10 s to write a
+// frame). No endpoint streams: /metrics answers at once and the dashboard
+// polls the API.
+const (
+	// readHeaderTimeout bounds the reading of a request's headers.
+	readHeaderTimeout = 10 * time.Second
+	// readTimeout bounds the reading of a whole request, body included
+	// (API bodies are at most 1 MiB: 35 KB/s is enough).
+	readTimeout = 30 * time.Second
+	// writeTimeout bounds a request from the end of its headers to the end
+	// of its answer.
+	writeTimeout = 60 * time.Second
+	// idleTimeout closes a keep-alive connection that sends no new request.
+	idleTimeout = 60 * time.Second
+)
+
 // Main is one running gateway. Tests start it in-process; the serve
 // command runs it until a signal.
 type Main struct {
@@ -49,6 +69,7 @@ type Main struct {
 	store    *sqlite.Store
 	gw       *gateway.Gateway
 	web      *web.Adapter
+	admin    *api.Server
 	obs      *observer
 	discord  *discord.Platform
 	telegram *telegram.Platform
@@ -106,12 +127,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err := m.apply(cfg); err != nil {
 		return err
 	}
-	m.web = web.New(web.Options{
-		Secret:         webSecret(cfg, m.Logger),
-		TokenKey:       tokenKey,
-		AllowedOrigins: cfg.Gateway.Web.AllowedOrigins,
-		Logger:         m.Logger,
-	})
+	m.web = web.New(web.Options{Settings: webSettings(cfg, m.Logger), TokenKey: tokenKey, Logger: m.Logger})
 	m.gw.AddPlatform(m.web)
 	m.gw.AddPlatform(m.discord)
 	m.gw.AddPlatform(m.telegram)
@@ -126,7 +142,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("listen on %s: %w", listen, err)
 	}
 	generated := m.adminToken()
-	m.srv = &http.Server{Handler: m.routes(), ReadHeaderTimeout: 10 * time.Second}
+	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}
+	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
+	m.srv = &http.Server{
+		Handler:           m.routes(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -184,7 +208,7 @@ func (m *Main) routes() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	admin := (&api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}).Handler()
+	admin := m.admin.Handler()
 	mux.Handle("/api/", admin)
 	mux.Handle("/dashboard", admin)
 	mux.Handle("GET /metrics", m.obs)
@@ -244,6 +268,18 @@ func (m *Main) Close() error {
 	m.errMu.Lock()
 	defer m.errMu.Unlock()
 	return errors.Join(append(m.errs, err)...)
+}
+
+// webSettings are the web adapter's live settings in cfg.
+func webSettings(cfg *config.Config, log *slog.Logger) web.Settings {
+	w := cfg.Gateway.Web
+	return web.Settings{
+		Secret:                     webSecret(cfg, log),
+		AllowedOrigins:             w.AllowedOrigins,
+		MaxConnectionsPerIP:        w.MaxConnectionsPerIP,
+		MessagesPerSecondPerPerson: w.MaxMessagesPerSecondPerPerson,
+		MessagesPerSecondPerIP:     w.MaxMessagesPerSecondPerIP,
+	}
 }
 
 // webSecret reads the web HMAC key from the variable gateway.web.secret_env

@@ -52,7 +52,7 @@ func TestSoak(t *testing.T) {
 		conns = int(limit-256) / 2
 		t.Logf("RLIMIT_NOFILE is %d: soaking with %d connections", limit, conns)
 	}
-	m := startMain(t, configDir(t))
+	m := startMain(t, loadConfigDir(t))
 
 	// Warm up (first connection, first session, the store's statement
 	// paths), then take the baseline.

@@ -68,7 +68,8 @@ func (m *Main) reload(old, cfg *config.Config) {
 		m.Logger.Error("config reload rejected", "err", err)
 		return
 	}
-	m.web.Configure(webSecret(cfg, m.Logger), cfg.Gateway.Web.AllowedOrigins)
+	m.web.Configure(webSettings(cfg, m.Logger))
+	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	if old.Gateway.Listen != cfg.Gateway.Listen {
 		m.Logger.Warn("gateway.listen changed; restart switchboard for it to take effect", "running", old.Gateway.Listen, "new", cfg.Gateway.Listen)
 	}

@@ -24,6 +24,16 @@ import (
 // bench's fake model server).
 const gatewayPkg = "github.com/switchboard-chat/switchboard/cmd/switchboard"
 
+// benchWebLimits turns off the widget's limits across connections (SPEC
+// §12): the bench's thousands of visitors are anonymous and all on
+// loopback, and it measures the gateway, not its limits on one address.
+// Each connection's own frame limit (20 a second) stays, and the bench
+// sends under it.
+const benchWebLimits = `    max_connections_per_ip: 0
+    max_messages_per_second_per_person: 0
+    max_messages_per_second_per_ip: 0
+`
+
 // scriptBots is the bots.yaml of the script phases: two script bots on
 // the web, Matty allowed to hand work to Finn. Replies are unique per
 // message, so a reply names the message it answers.
@@ -32,7 +42,8 @@ func scriptBots(listen string) string {
 gateway:
   listen: %s
   database: bench.db
-bots:
+  web:
+%sbots:
   - id: mattyatlas
     name: Matty Atlas
     aliases: [matty]
@@ -52,7 +63,7 @@ bots:
       default: '{{if .Delegation}}Finn built: {{.Text}}{{else}}Finn heard: {{.Text}}{{end}}'
     platforms:
       web: {}
-`, listen)
+`, listen, benchWebLimits)
 }
 
 // modelBot is the bot of the model phase.
@@ -68,7 +79,8 @@ func modelBots(baseURL string) func(listen string) string {
 gateway:
   listen: %s
   database: bench.db
-bots:
+  web:
+%sbots:
   - id: %s
     name: Model Bot
     persona: You are Model Bot, a concise assistant.
@@ -79,7 +91,7 @@ bots:
       timeout: 30s
     platforms:
       web: {}
-`, listen, modelBot, baseURL)
+`, listen, benchWebLimits, modelBot, baseURL)
 	}
 }
 

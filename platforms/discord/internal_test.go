@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 )
@@ -223,4 +225,37 @@ func TestTransport(t *testing.T) {
 			t.Errorf("newTransport(%q, %q) accepted", bad[0], bad[1])
 		}
 	}
+}
+
+// FuzzMessage feeds MESSAGE_CREATE payloads, as the gateway websocket
+// delivers them, through discordgo's decoding and the adapter's
+// normalization: whatever arrives, an event the adapter takes is valid.
+func FuzzMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"1","channel_id":"c","guild_id":"g","type":0,"content":"<@9001> hi","author":{"id":"5","username":"ann"},"timestamp":"2026-01-02T03:04:05Z"}`,
+		`{"id":"2","channel_id":"d","type":19,"content":"re","author":{"id":"5","global_name":"Ann","bot":true},"message_reference":{"message_id":"1","channel_id":"d"}}`,
+		`{"id":"3","channel_id":"c","type":0,"content":"   ","author":{"id":"9001"}}`,
+		`{"id":"","channel_id":"c","content":"x","author":null}`,
+		`{"id":"4","channel_id":"c","type":7,"content":"joined","author":{"id":"6"}}`,
+		`{"id":"5","channel_id":"c","content":"\u0000\ud800<@!9001>","author":{"id":"7","username":""}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	p := New(Options{})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		var m discordgo.Message
+		if json.Unmarshal(payload, &m) != nil {
+			return
+		}
+		ev, ok := p.event("matty", "9001", &m)
+		if !ok {
+			return
+		}
+		if ev.Sender.PlatformID == PlatformID("9001") {
+			t.Fatalf("the bot's own message was taken: %+v", ev)
+		}
+		if err := ev.Validate(); err != nil {
+			t.Fatalf("payload %q gave an invalid event: %v", payload, err)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/go-telegram/bot/models"
 
@@ -21,7 +22,8 @@ const maxUpdateBytes = 1 << 20
 // Handler serves Telegram's webhook calls at POST /telegram/{bot id}, for
 // the core to mount on gateway.listen. A call for a bot that is not in
 // webhook mode is answered 404; one whose X-Telegram-Bot-Api-Secret-Token
-// is not the bot's secret (or for a bot without a secret) 401. The update
+// is not the bot's secret (or for a bot without a secret) 401, both
+// without reading the body and on a connection then closed. The update
 // is handled as a polled one, one at a time per bot, and answered 200 once
 // the gateway has stored it, so Telegram retries anything not stored: 503
 // before the bot is ready or while the gateway stops, 500 when storing
@@ -29,18 +31,28 @@ const maxUpdateBytes = 1 << 20
 func (p *Platform) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /telegram/{bot}", p.serveWebhook)
+	// Anything else under /telegram/ is refused the same way, unread.
+	mux.HandleFunc("/telegram/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			refuse(w, http.StatusMethodNotAllowed, "method not allowed")
+			return
+		}
+		refuse(w, http.StatusNotFound, "404 page not found")
+	})
 	return mux
 }
 
 func (p *Platform) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	// Both checks come before anything reads the body (SPEC §12).
 	c, ok := p.conn(r.PathValue("bot"))
 	if !ok || c.cfg.Mode != ModeWebhook {
-		http.NotFound(w, r)
+		refuse(w, http.StatusNotFound, "404 page not found")
 		return
 	}
 	if !secretMatches(c.cfg.WebhookSecret, r.Header.Get(SecretHeader)) {
 		c.log.Warn("telegram webhook call with a wrong secret", "remote", r.RemoteAddr)
-		http.Error(w, "wrong secret token", http.StatusUnauthorized)
+		refuse(w, http.StatusUnauthorized, "wrong secret token")
 		return
 	}
 	_, running := p.hostIfRunning()
@@ -72,6 +84,19 @@ func (p *Platform) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		c.log.Error("telegram update not delivered; Telegram will retry", "update", upd.ID, "err", err)
 		http.Error(w, "not stored", http.StatusInternalServerError)
 	}
+}
+
+// refuse answers without reading the request's body and closes the
+// connection after the answer. Left open, the server would read up to
+// 256 KiB of the unread body to reuse the connection, which a body
+// trickled a byte at a time holds for as long as the caller likes.
+func refuse(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, status)
+	// Reading the rest of the body now fails at once; the answer is
+	// already written. A ResponseWriter without deadlines has no
+	// connection to hold.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // secretMatches compares the secrets in constant time (hashing first, so

@@ -34,6 +34,9 @@ func Sign(secret []byte, user string) string {
 	return hex.EncodeToString(mac.Sum(nil))
 }
 
+// anonPrefix begins every anonymous visitor's platform ID.
+const anonPrefix = "web-anon-"
+
 // visitor is who a connection speaks for.
 type visitor struct {
 	platformID string
@@ -72,7 +75,7 @@ func identify(q url.Values, secret, tokenKey []byte) (visitor, error) {
 	default:
 		var b [12]byte
 		rand.Read(b[:])
-		id := "web-anon-" + hex.EncodeToString(b[:])
+		id := anonPrefix + hex.EncodeToString(b[:])
 		return visitor{platformID: id, token: sealToken(tokenKey, id)}, nil
 	}
 }
@@ -94,7 +97,7 @@ func openToken(key []byte, token string) (string, bool) {
 		return "", false
 	}
 	id, err := base64.RawURLEncoding.DecodeString(idPart)
-	if err != nil || !strings.HasPrefix(string(id), "web-anon-") {
+	if err != nil || !strings.HasPrefix(string(id), anonPrefix) {
 		return "", false
 	}
 	if !hmac.Equal([]byte(token), []byte(sealToken(key, string(id)))) {

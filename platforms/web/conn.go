@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,9 @@ type conn struct {
 	// writes the frames that are waiting.
 	sock *heldConn
 	v    visitor
+	// ip is the remote address, whose anonymous visitors share a
+	// message rate.
+	ip   string
 	out  chan outFrame
 	done chan struct{}
 	once sync.Once
@@ -53,6 +58,11 @@ type conn struct {
 
 	// frameLimit limits the frames the client may send.
 	frameLimit *rate.Limiter
+	// rateErrorAt is when the last rate_limited error frame was sent;
+	// refusedSince counts the refusals since, which got none. Both are
+	// readLoop's.
+	rateErrorAt  time.Time
+	refusedSince int
 	// frame holds the frame being read, reused by readLoop.
 	frame bytes.Buffer
 	// batch holds the frames of one flush, reused by writeLoop.
@@ -62,9 +72,9 @@ type conn struct {
 // maxBatch is the most frames the write loop sends in one flush.
 const maxBatch = 32
 
-func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, sock *heldConn, v visitor) *conn {
+func newConn(a *Adapter, host gateway.Host, ws *websocket.Conn, sock *heldConn, v visitor, ip string) *conn {
 	return &conn{
-		a: a, host: host, ws: ws, sock: sock, v: v,
+		a: a, host: host, ws: ws, sock: sock, v: v, ip: ip,
 		out:        make(chan outFrame, sendBuffer),
 		done:       make(chan struct{}),
 		rooms:      make(map[string]struct{}),
@@ -155,13 +165,6 @@ func (c *conn) joined() map[string]struct{} {
 		out[r] = struct{}{}
 	}
 	return out
-}
-
-func (c *conn) inRoom(room string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.rooms[room]
-	return ok
 }
 
 // writeLoop writes queued frames and pings until the connection closes;
@@ -280,11 +283,15 @@ func (c *conn) readLoop() {
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return
 			}
-			c.refuse(&frameError{Code: codeTooLarge, Message: "frame larger than 65536 bytes"})
+		}
+		// Every frame counts against the connection's frame rate, an
+		// oversized or malformed one too.
+		if !c.frameLimit.AllowN(now, 1) {
+			c.refuseRate(now, peekClientID(data), "more than 20 frames per second from this connection")
 			continue
 		}
-		if !c.frameLimit.AllowN(now, 1) {
-			c.refuse(&frameError{Code: codeRateLimited, Message: "more than 20 frames per second"})
+		if len(data) > maxFrameBytes {
+			c.refuse(&frameError{Code: codeTooLarge, Message: "frame larger than 65536 bytes"})
 			continue
 		}
 		if kind != websocket.TextMessage {
@@ -292,6 +299,12 @@ func (c *conn) readLoop() {
 			continue
 		}
 		f, err := decodeFrame(data)
+		if err == nil && f.Type == "send" {
+			if why := c.allowMessage(now); why != "" {
+				c.refuseRate(now, f.ClientID, why)
+				continue
+			}
+		}
 		if err == nil {
 			err = c.handle(f)
 		}
@@ -299,6 +312,34 @@ func (c *conn) readLoop() {
 			c.refuse(err)
 		}
 	}
+}
+
+// allowMessage applies the message rates across connections to a send
+// frame: the person's, and their address's if they are anonymous. It
+// returns why the message is refused, or "".
+func (c *conn) allowMessage(now time.Time) string {
+	person := c.host.Resolve(c.v.platformID).ID
+	anonymous := strings.HasPrefix(c.v.platformID, anonPrefix)
+	return c.a.messages.allow(now, person, c.ip, anonymous)
+}
+
+// refuseRate answers a frame a rate limit refused. Only the first refusal
+// in rateErrorGap gets an error frame (with the refused frame's
+// client_id); the others of a burst are dropped without one, so however
+// fast a client sends, its connection gets at most one error a second and
+// stays open. A client treats a send that got neither an ack nor an error
+// as refused too.
+func (c *conn) refuseRate(now time.Time, clientID, why string) {
+	if !c.rateErrorAt.IsZero() && now.Sub(c.rateErrorAt) < rateErrorGap {
+		c.refusedSince++
+		return
+	}
+	if c.refusedSince > 0 {
+		why += fmt.Sprintf(" (%d more frames refused since the last error)", c.refusedSince)
+	}
+	c.a.log.Debug("websocket frame rate limited", "platform_id", c.v.platformID, "reason", why)
+	c.rateErrorAt, c.refusedSince = now, 0
+	c.send(errorFrame{Type: "error", Code: codeRateLimited, Message: why, ClientID: clientID})
 }
 
 // refuse answers a frame with an error frame; the connection stays open.
@@ -320,6 +361,8 @@ func (c *conn) handle(f inFrame) error {
 		return c.handleJoin(ctx, f)
 	case "history":
 		return c.handleHistory(ctx, f)
+	case "invite":
+		return c.handleInvite(ctx, f)
 	}
 	return badRequest(f.ClientID, "unknown type %q", f.Type)
 }
@@ -353,9 +396,8 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 		ev.ChatID = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		ev.MessageID = clientID
 	} else {
-		if !c.inRoom(f.Chat) {
-			return &frameError{Code: codeUnknownChat, Message: "join " + strconv.Quote(f.Chat) + " before sending to it", ClientID: f.ClientID}
-		}
+		// Whether the person may write in the room (SPEC §12) is the
+		// gateway's to say, in Deliver.
 		ev.ChatID, ev.ChatType, ev.ChatName = f.Chat, chat.Group, f.Chat
 		// Client IDs are only unique per sender.
 		ev.MessageID = c.v.platformID + "/" + clientID
@@ -379,24 +421,18 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 			})
 		}
 	}
-	_, err := c.host.Deliver(ctx, ev)
-	switch {
-	case errors.Is(err, gateway.ErrUnknownBot):
-		return &frameError{Code: codeUnknownBot, Message: err.Error(), ClientID: f.ClientID}
-	case err != nil:
-		c.a.log.Error("deliver", "platform_id", c.v.platformID, "err", err)
-		return &frameError{Code: codeUnavailable, Message: errUnavailable.Error(), ClientID: f.ClientID}
+	if _, err := c.host.Deliver(ctx, ev); err != nil {
+		return c.refusal("deliver", err, f.ClientID)
 	}
 	return nil
 }
 
 func (c *conn) handleJoin(ctx context.Context, f inFrame) error {
-	bots, err := c.host.JoinRoom(ctx, gateway.PlatformWeb, f.Chat, c.v.platformID, f.Bots)
-	if errors.Is(err, gateway.ErrUnknownBot) {
-		return &frameError{Code: codeUnknownBot, Message: err.Error(), ClientID: f.ClientID}
-	}
+	bots, err := c.host.JoinRoom(ctx, gateway.RoomJoin{
+		Platform: gateway.PlatformWeb, Room: f.Chat, PlatformID: c.v.platformID, Bots: f.Bots, Open: f.Open,
+	})
 	if err != nil {
-		return err
+		return c.refusal("join", err, f.ClientID)
 	}
 	c.mu.Lock()
 	c.rooms[f.Chat] = struct{}{}
@@ -422,14 +458,11 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 		out.Chat = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		msgs, err = c.host.SessionHistory(ctx, f.Bot, c.v.platformID, limit)
 	} else {
-		if !c.inRoom(f.Chat) {
-			return &frameError{Code: codeUnknownChat, Message: "join " + strconv.Quote(f.Chat) + " first", ClientID: f.ClientID}
-		}
 		out.Chat = f.Chat
-		msgs, err = c.host.ChatHistory(ctx, gateway.PlatformWeb, f.Chat, limit)
+		msgs, err = c.host.RoomHistory(ctx, gateway.PlatformWeb, f.Chat, c.v.platformID, limit)
 	}
 	if err != nil {
-		return err
+		return c.refusal("history", err, f.ClientID)
 	}
 	for _, m := range msgs {
 		out.Messages = append(out.Messages, frameOf(m))

@@ -18,7 +18,6 @@ const (
 	maxFrameBytes   = 65536
 	defaultHistory  = 50
 	maxHistory      = 500
-	maxRoomNameLen  = 64
 	maxClientIDLen  = 128
 	framesPerSecond = 20
 	frameBurst      = 40
@@ -47,6 +46,10 @@ type inFrame struct {
 	ReplyTo  int64    `json:"reply_to,omitempty"`
 	Bots     []string `json:"bots,omitempty"`
 	Limit    int      `json:"limit,omitempty"`
+	// Open makes the room a join creates open to anyone (SPEC §12).
+	Open bool `json:"open,omitempty"`
+	// User is whom an invite adds: a master user ID or a platform ID.
+	User string `json:"user,omitempty"`
 }
 
 // frameError is a refused frame: its code and message go back to the
@@ -93,9 +96,6 @@ func checkFrame(f inFrame) (inFrame, error) {
 			return f, badRequest(f.ClientID, "text is not valid UTF-8")
 		}
 	case "join":
-		if err := checkRoomName(f.Chat); err != nil {
-			return f, badRequest(f.ClientID, "%v", err)
-		}
 	case "history":
 		if (f.Bot == "") == (f.Chat == "") {
 			return f, badRequest(f.ClientID, "history needs exactly one of bot or chat")
@@ -103,24 +103,34 @@ func checkFrame(f inFrame) (inFrame, error) {
 		if f.Limit < 0 {
 			return f, badRequest(f.ClientID, "limit must not be negative")
 		}
+	case "invite":
+		if f.User == "" {
+			return f, badRequest(f.ClientID, "invite needs a user")
+		}
 	case "":
 		return f, badRequest(f.ClientID, "missing type")
 	default:
 		return f, badRequest(f.ClientID, "unknown type %q", f.Type)
 	}
+	if err := checkRoom(f); err != nil {
+		return f, err
+	}
 	return f, nil
 }
 
-// checkRoomName accepts 1–64 printable characters without ':' (which
-// private chat IDs use).
-func checkRoomName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("missing chat")
-	case len(name) > maxRoomNameLen:
-		return fmt.Errorf("chat name longer than %d bytes", maxRoomNameLen)
-	case !utf8.ValidString(name) || strings.ContainsAny(name, ":\x00\n\r\t"):
-		return errors.New("chat name may not contain ':' or control characters")
+// checkRoom refuses a frame whose room name breaks the rules of SPEC
+// §12 (gateway.CheckRoomName): a join, an invite, or a send or history
+// with a chat. Whether the person may enter the room is the gateway's
+// to say.
+func checkRoom(f inFrame) error {
+	if f.Type != "join" && f.Type != "invite" && f.Chat == "" {
+		return nil // a send or history with bot
+	}
+	if f.Chat == "" {
+		return badRequest(f.ClientID, "%s needs a chat", f.Type)
+	}
+	if err := gateway.CheckRoomName(f.Chat); err != nil {
+		return badRequest(f.ClientID, "%v", err)
 	}
 	return nil
 }
@@ -133,6 +143,12 @@ type helloFrame struct {
 	PlatformID string            `json:"platform_id"`
 	Token      string            `json:"token"`
 	Bots       []gateway.BotInfo `json:"bots"`
+}
+
+type invitedFrame struct {
+	Type string `json:"type"`
+	Chat string `json:"chat"`
+	User string `json:"user"`
 }
 
 type joinedFrame struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
+	"github.com/switchboard-chat/switchboard/gateway"
 )
 
 func TestDecodeFrame(t *testing.T) {
@@ -30,8 +31,20 @@ func TestDecodeFrame(t *testing.T) {
 		{"send without target", `{"type":"send","text":"hi"}`, "exactly one of bot or chat"},
 		{"send with both", `{"type":"send","bot":"a","chat":"b","text":"hi"}`, "exactly one of bot or chat"},
 		{"send empty text", `{"type":"send","bot":"a","text":"  "}`, "non-empty text"},
-		{"join without chat", `{"type":"join"}`, "missing chat"},
-		{"join colon", `{"type":"join","chat":"web-x:finn"}`, "may not contain"},
+		{"join without chat", `{"type":"join"}`, "join needs a chat"},
+		{"join open", `{"type":"join","chat":"lobby","open":true}`, ""},
+		// A private chat's form is the gateway's to refuse (not_allowed).
+		{"join private form", `{"type":"join","chat":"web-x:finn"}`, ""},
+		{"join cli group", `{"type":"join","chat":"cli:finn+matty"}`, ""},
+		{"join control character", `{"type":"join","chat":"lob\u0007by"}`, "unprintable character"},
+		{"join bidi override", `{"type":"join","chat":"lobby\u202e"}`, "unprintable character"},
+		{"join blank", `{"type":"join","chat":"   "}`, "blank"},
+		{"join too long", `{"type":"join","chat":"` + strings.Repeat("é", 101) + `"}`, "longer than 100"},
+		{"invite", `{"type":"invite","chat":"lobby","user":"web-bob","client_id":"i1"}`, ""},
+		{"invite without user", `{"type":"invite","chat":"lobby"}`, "invite needs a user"},
+		{"invite without chat", `{"type":"invite","user":"web-bob"}`, "invite needs a chat"},
+		{"send to a bad room", `{"type":"send","chat":"a\u2066b","text":"hi"}`, "unprintable character"},
+		{"history of a bad room", `{"type":"history","chat":"\n"}`, "unprintable character"},
 		{"history negative", `{"type":"history","bot":"a","limit":-1}`, "negative"},
 		{"wrong field type", `{"type":"send","bot":1,"text":"x"}`, "malformed JSON"},
 	}
@@ -60,6 +73,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"type":"send","bot":"matty","text":"hi","client_id":"c1"}`,
 		`{"type":"join","chat":"lobby","bots":["finn"]}`,
 		`{"type":"history","chat":"lobby","limit":500}`,
+		`{"type":"invite","chat":"lobby","user":"user-bryan"}`,
+		`{"type":"join","chat":"cli:a+b","open":true}`,
 		`{"type":`, `null`, `"x"`, "\xff\xfe",
 	} {
 		f.Add([]byte(s))
@@ -74,9 +89,15 @@ func FuzzDecodeFrame(f *testing.F) {
 			return
 		}
 		switch fr.Type {
-		case "send", "join", "history":
+		case "send", "join", "history", "invite":
 		default:
 			t.Fatalf("accepted frame of type %q", fr.Type)
+		}
+		// Every room name that gets past the frame check is printable.
+		if fr.Chat != "" || fr.Type == "join" || fr.Type == "invite" {
+			if err := gateway.CheckRoomName(fr.Chat); err != nil {
+				t.Fatalf("accepted room name %q: %v", fr.Chat, err)
+			}
 		}
 	})
 }

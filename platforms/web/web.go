@@ -30,37 +30,51 @@ var assets embed.FS
 
 // Options configure the adapter.
 type Options struct {
-	// Secret is the HMAC key for signed-in users; empty allows anonymous
-	// visitors only.
-	Secret []byte
+	// Settings are the first live settings; Configure changes them.
+	Settings
 	// TokenKey signs anonymous visitors' resume tokens; it must survive
 	// restarts for tokens to stay valid.
 	TokenKey []byte
+	Logger   *slog.Logger
+}
+
+// Settings are the adapter's options that may change while running
+// (gateway.web, SPEC §12). A zero limit means no limit.
+type Settings struct {
+	// Secret is the HMAC key for signed-in users; empty allows anonymous
+	// visitors only.
+	Secret []byte
 	// AllowedOrigins are the extra origins allowed to open /ws.
 	AllowedOrigins []string
-	Logger         *slog.Logger
+	// MaxConnectionsPerIP bounds the open /ws connections from one remote
+	// address; beyond it /ws answers 429 before the upgrade.
+	MaxConnectionsPerIP int
+	// MessagesPerSecondPerPerson is the sustained rate of send frames of
+	// one person across their connections (bursts of burstSeconds' worth).
+	MessagesPerSecondPerPerson float64
+	// MessagesPerSecondPerIP is the sustained rate of send frames of the
+	// anonymous visitors of one remote address, together.
+	MessagesPerSecondPerIP float64
 }
 
 // Adapter is the web widget platform.
 type Adapter struct {
 	log      *slog.Logger
 	tokenKey []byte
-	settings atomic.Pointer[settings]
+	settings atomic.Pointer[Settings]
 	host     atomic.Pointer[hostRef]
 	ready    chan struct{}
 	upgrader websocket.Upgrader
+	// slots counts open connections by address; messages limits send
+	// frames across connections.
+	slots    addrSlots
+	messages messageLimits
 
 	mu     sync.RWMutex
 	byUser map[string]map[*conn]struct{} // platform ID → connections
 	rooms  map[string]map[*conn]struct{} // room → connections that joined it
 	closed bool
 	wg     sync.WaitGroup
-}
-
-// settings are the options that may change while running.
-type settings struct {
-	secret  []byte
-	origins []string
 }
 
 type hostRef struct{ gateway.Host }
@@ -85,7 +99,7 @@ func New(opts Options) *Adapter {
 		rooms:    make(map[string]map[*conn]struct{}),
 		ready:    make(chan struct{}),
 	}
-	a.Configure(opts.Secret, opts.AllowedOrigins)
+	a.Configure(opts.Settings)
 	a.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
@@ -96,10 +110,12 @@ func New(opts Options) *Adapter {
 	return a
 }
 
-// Configure swaps the web secret and allowed origins; existing connections
-// are unaffected.
-func (a *Adapter) Configure(secret []byte, origins []string) {
-	a.settings.Store(&settings{secret: secret, origins: origins})
+// Configure swaps the live settings. Open connections stay open (a lower
+// connection cap refuses new ones until the count is under it); new
+// message rates apply to the next message.
+func (a *Adapter) Configure(s Settings) {
+	a.settings.Store(&s)
+	a.messages.configure(&s)
 }
 
 // Name implements gateway.Platform.
@@ -167,17 +183,29 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	set := a.settings.Load()
-	if !originAllowed(r, set.origins) {
+	if !originAllowed(r, set.AllowedOrigins) {
 		a.log.Warn("websocket refused: origin not allowed", "origin", r.Header.Get("Origin"))
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
-	v, err := identify(r.URL.Query(), set.secret, a.tokenKey)
+	ip := remoteIP(r)
+	if !a.slots.acquire(ip, set.MaxConnectionsPerIP) {
+		// Debug: a flood would otherwise write a line per attempt.
+		a.log.Debug("websocket refused: too many connections from one address", "addr", ip, "max", set.MaxConnectionsPerIP)
+		writeError(w, http.StatusTooManyRequests, "too_many_connections",
+			fmt.Sprintf("more than %d widget connections from %s; close one and try again", set.MaxConnectionsPerIP, ip))
+		return
+	}
+	held := false // whether a connection holds the slot
+	defer func() {
+		if !held {
+			a.slots.release(ip)
+		}
+	}()
+	v, err := identify(r.URL.Query(), set.Secret, a.tokenKey)
 	if err != nil {
 		a.log.Warn("websocket refused", "reason", err.Error())
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "unauthorized", "message": err.Error()}})
+		writeError(w, http.StatusUnauthorized, "unauthorized", err.Error())
 		return
 	}
 	hj := &hijacker{ResponseWriter: w}
@@ -185,13 +213,21 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered the request
 	}
-	c := newConn(a, ref.Host, ws, hj.conn, v)
+	c := newConn(a, ref.Host, ws, hj.conn, v, ip)
 	if !a.register(c) {
 		c.close(websocket.CloseGoingAway, "server shutting down")
 		return
 	}
+	held = true
 	go func() { defer a.wg.Done(); c.writeLoop() }()
-	go func() { defer a.wg.Done(); c.readLoop(); a.unregister(c) }()
+	go func() { defer a.wg.Done(); c.readLoop(); a.unregister(c); a.slots.release(ip) }()
+}
+
+// writeError answers a request with SPEC §8's JSON error shape.
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": message}})
 }
 
 func (a *Adapter) register(c *conn) bool {
@@ -334,7 +370,8 @@ func (a *Adapter) DelegationChanged(ref delegation.Ref, platformIDs []string) {
 
 // Typing implements gateway.Typer.
 func (a *Adapter) Typing(ctx context.Context, bot, chatID string) error {
-	_, _, private := gateway.SplitPrivateChatID(chatID)
+	// (A room's name may hold a ':', but never has a private chat's form.)
+	_, private := gateway.PrivateChatOwner(chatID)
 	for _, c := range a.recipients(chatID, !private) {
 		c.send(typingFrame{Type: "typing", Chat: chatID, Bot: bot})
 	}

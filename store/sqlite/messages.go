@@ -278,49 +278,6 @@ func (s *Store) ChatMessages(ctx context.Context, platform, chatID string, limit
 	return msgs, nil
 }
 
-// EnsureRoom creates a group chat if absent, with bots as its bots, and
-// adds member to it. It returns the room's bots, in the order they
-// joined.
-func (s *Store) EnsureRoom(ctx context.Context, platform, chatID, member string, bots []string) ([]string, error) {
-	var out []string
-	err := s.write(ctx, func(tx *txn) error {
-		out = nil
-		at := micros(timeNow())
-		conv, created, err := tx.ensureConversation(chat.Ref{Platform: platform, ID: chatID, Type: chat.Group}, "", chatID, at)
-		if err != nil {
-			return err
-		}
-		if created {
-			for _, b := range bots {
-				if err := tx.addParticipant(conv, "bot", b, at); err != nil {
-					return err
-				}
-			}
-		}
-		if err := tx.addParticipant(conv, "user", member, at); err != nil {
-			return err
-		}
-		rows, err := tx.query(`SELECT participant_id FROM participants
-			WHERE conversation_id = ? AND kind = 'bot' ORDER BY joined_at, rowid`, conv)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			out = append(out, id)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: ensure room: %w", err)
-	}
-	return out, nil
-}
-
 // ChatHasBot reports whether a bot takes part in a group chat.
 func (s *Store) ChatHasBot(ctx context.Context, platform, chatID, bot string) (bool, error) {
 	var n int

@@ -277,6 +277,10 @@ func (d *deleter) finish(v *visitor) error {
 			WHERE conversation_id = ? AND kind = 'user' AND participant_id = ? AND joined_at < ?`, r, v.id, d.p.cutoff); err != nil {
 			return err
 		}
+		if err := d.exec(nil, `DELETE FROM room_members
+			WHERE conversation_id = ? AND member_id = ? AND joined_at < ?`, r, v.id, d.p.cutoff); err != nil {
+			return err
+		}
 		d.t.forget().members[memberKey{r, "user", v.id}] = true
 		if err := d.dropChat(r, d.p.roomKeys[r]); err != nil {
 			return err
@@ -312,14 +316,15 @@ func (d *deleter) session(s planSession) error {
 	return d.exec(&d.c.Sessions, `DELETE FROM sessions WHERE id = ?`, s.id)
 }
 
-// dropChat deletes a chat that no message is left in and no person
-// takes part in any more (a private chat's person is the visitor being
-// deleted), with a room's group sessions.
+// dropChat deletes a chat that no message is left in and nobody belongs
+// to any more (a private chat's person is the visitor being deleted): a
+// room without members, with its group sessions.
 func (d *deleter) dropChat(id int64, key convKey) error {
 	var used bool
 	err := d.t.scanOne(`SELECT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?)
+		OR EXISTS (SELECT 1 FROM room_members WHERE conversation_id = ?)
 		OR EXISTS (SELECT 1 FROM conversations c JOIN participants p ON p.conversation_id = c.id
-			WHERE c.id = ? AND c.kind = 'group' AND p.kind = 'user')`, []any{id, id}, &used)
+			WHERE c.id = ? AND c.kind = 'group' AND p.kind = 'user')`, []any{id, id, id}, &used)
 	if err != nil || used {
 		return err
 	}
@@ -331,6 +336,7 @@ func (d *deleter) dropChat(id int64, key convKey) error {
 	for _, q := range []string{
 		`DELETE FROM platform_ids WHERE conversation_id = ?`,
 		`DELETE FROM participants WHERE conversation_id = ?`,
+		`DELETE FROM rooms WHERE conversation_id = ?`,
 	} {
 		if err := d.exec(nil, q, id); err != nil {
 			return err

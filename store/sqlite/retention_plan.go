@@ -52,7 +52,7 @@ type visitor struct {
 	sessions    []planSession
 	delegations []string
 	privates    []planConv // their private chats
-	rooms       []int64    // the rooms they joined before the cutoff
+	rooms       []int64    // the rooms they joined or spoke in before the cutoff
 	// whole says msgs holds every message of theirs the snapshot has:
 	// their sessions and chats may be deleted once msgs are.
 	whole bool
@@ -144,6 +144,22 @@ func (t *txn) planVisitors(cutoff int64, listed func(string) bool, skip map[stri
 		})
 	}
 	if err == nil {
+		// Room memberships (migration 0012): joining a room counts as
+		// being seen, like speaking in it.
+		err = t.each(`SELECT conversation_id, member_id, joined_at FROM room_members
+			WHERE member_id GLOB ?`, []any{anonymous}, func(sc scanner) error {
+			var j struct {
+				conv    int64
+				visitor string
+				at      int64
+			}
+			err := sc.Scan(&j.conv, &j.visitor, &j.at)
+			see(j.visitor, j.at)
+			joins = append(joins, j)
+			return err
+		})
+	}
+	if err == nil {
 		err = t.each(`SELECT scope_id FROM sessions WHERE scope = 'user' AND scope_id GLOB ?
 			UNION SELECT user_id FROM delegations WHERE user_id GLOB ?`, []any{anonymous, anonymous}, func(sc scanner) error {
 			var id string
@@ -165,7 +181,7 @@ func (t *txn) planVisitors(cutoff int64, listed func(string) bool, skip map[stri
 		return p, nil
 	}
 	for _, j := range joins {
-		if v := idle[j.visitor]; v != nil && j.at < cutoff {
+		if v := idle[j.visitor]; v != nil && j.at < cutoff && !slices.Contains(v.rooms, j.conv) {
 			v.rooms = append(v.rooms, j.conv)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -159,8 +160,8 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 	s, m := openFixture(t)
 
 	var version int
-	if err := s.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 11 {
-		t.Fatalf("user_version = %d, %v; want 11", version, err)
+	if err := s.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 12 {
+		t.Fatalf("user_version = %d, %v; want 12", version, err)
 	}
 
 	for name, hexValue := range m.Secrets {
@@ -242,11 +243,17 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 			t.Errorf("room %s history = %v, want %v", key, got, want)
 		}
 	}
+	// Each room is closed now, its people its members (migration 0012).
 	for key, want := range m.Rooms {
 		platform, room := splitKey(key)
-		bots, err := s.EnsureRoom(ctx, platform, room, want.Users[0], nil)
-		if err != nil || !slices.Equal(bots, want.Bots) {
-			t.Errorf("room %s bots = %v, %v; want %v", key, bots, err, want.Bots)
+		for _, u := range want.Users {
+			r, err := s.JoinRoom(ctx, platform, room, gateway.Person{ID: u}, gateway.NewRoom{})
+			if err != nil || !slices.Equal(r.Bots, want.Bots) || r.Open {
+				t.Errorf("room %s as %s = %+v, %v; want closed with bots %v", key, u, r, err, want.Bots)
+			}
+		}
+		if _, err := s.JoinRoom(ctx, platform, room, gateway.Person{ID: "web-stranger"}, gateway.NewRoom{}); !errors.Is(err, gateway.ErrNotAllowed) {
+			t.Errorf("room %s let a stranger in: %v", key, err)
 		}
 	}
 

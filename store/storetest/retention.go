@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -115,6 +116,14 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	if err := s.MarkSent(ctx, done.Outbox[0].OutboxID, "p-1"); err != nil {
 		t.Fatal(err)
 	}
+	// The room it made, open, where ann comes too; a closed one it alone
+	// is a member of.
+	if _, err := s.JoinRoom(ctx, "web", "lobby", person(old), gateway.NewRoom{Bots: []string{"finn"}, Open: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.JoinRoom(ctx, "web", "den", person(old), gateway.NewRoom{Bots: []string{"matty"}}); err != nil {
+		t.Fatal(err)
+	}
 	res = appendInbound(t, s, inRoom("lobby", old, old, "o2", "finn, hi", "finn"))
 	oldFinn := res.Turns[0].SessionID
 	answer(t, s, oldFinn, "hello from finn")
@@ -137,6 +146,10 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	// Listed people, as quiet as the old visitor: ann, in the room and
 	// in private, with a hand-off that takes the old visitor's artifact
 	// as input; lee, whose ID looks anonymous.
+	annP := gateway.Person{ID: "ann", Identities: []string{"web-ann"}}
+	if _, err := s.JoinRoom(ctx, "web", "lobby", annP, gateway.NewRoom{}); err != nil {
+		t.Fatal(err)
+	}
 	appendInbound(t, s, inRoom("lobby", "web-ann", "ann", "a1", "hi all"))
 	res = appendInbound(t, s, visitor("web-ann", "ann", "matty", "a2", "tell finn to compare"))
 	turn = nextTurn(t, s, res.Turns[0].SessionID)
@@ -149,9 +162,12 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	res = appendInbound(t, s, visitor(lee, lee, "matty", "l2", "as a public bot sees me"))
 	answer(t, s, res.Turns[0].SessionID, "hi stranger")
 
-	cutoff := now()
-	// An active visitor, seen after the cutoff.
-	res = appendInbound(t, s, visitor("web-anon-new", "web-anon-new", "matty", "n1", "new here"))
+	// The cutoff is the real time: the store dates joins by its own
+	// clock. An active visitor, seen after it.
+	cutoff := time.Now()
+	newcomer := visitor("web-anon-new", "web-anon-new", "matty", "n1", "new here")
+	newcomer.Message.Time = cutoff.Add(time.Hour).UTC().Truncate(time.Microsecond)
+	res = appendInbound(t, s, newcomer)
 	answer(t, s, res.Turns[0].SessionID, "welcome")
 
 	got, err := s.DeleteIdleVisitors(ctx, cutoff, listed)
@@ -163,8 +179,8 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	// finn (the room and the hand-off). Their turns: 4. Outbox: the 4
 	// replies. Artifacts: the delegation's (the other is ann's input).
 	// Chats: their two private chats (with matty; with finn, where the
-	// hand-off's answer went).
-	want := retention.Counts{Visitors: 1, Skipped: 2, Messages: 8, Sessions: 2, Turns: 4, Outbox: 4, Artifacts: 1, Delegations: 1, Chats: 2}
+	// hand-off's answer went) and the closed room only they were in.
+	want := retention.Counts{Visitors: 1, Skipped: 2, Messages: 8, Sessions: 2, Turns: 4, Outbox: 4, Artifacts: 1, Delegations: 1, Chats: 3}
 	if got != want {
 		t.Errorf("deleted %+v\nwant    %+v", got, want)
 	}
@@ -193,6 +209,15 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	msgs, err := s.ChatMessages(ctx, "web", "lobby", 10)
 	if got := texts(msgs); err != nil || !slices.Equal(got, []string{"hi all"}) {
 		t.Errorf("lobby = %q, %v; want only ann's message", got, err)
+	}
+	if r, err := s.Room(ctx, "web", "lobby", person(old)); err != nil || r.Member {
+		t.Errorf("lobby as the old visitor sees it = %+v, %v; want them no longer a member", r, err)
+	}
+	if r, err := s.Room(ctx, "web", "lobby", annP); err != nil || !r.Member || !slices.Equal(r.Bots, []string{"finn"}) {
+		t.Errorf("lobby as ann sees it = %+v, %v", r, err)
+	}
+	if _, err := s.Room(ctx, "web", "den", annP); !errors.Is(err, gateway.ErrUnknownChat) {
+		t.Errorf("the old visitor's own room: %v, want it gone (ErrUnknownChat)", err)
 	}
 	pending, err := s.PendingOutbox(ctx)
 	if err != nil {
@@ -243,8 +268,8 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 		t.Errorf("the returning visitor got their deleted session back")
 	}
 	answer(t, s, res.Turns[0].SessionID, "hi again")
-	if _, err := s.EnsureRoom(ctx, "web", "lobby", old, []string{"matty"}); err != nil {
-		t.Fatal(err)
+	if r, err := s.JoinRoom(ctx, "web", "lobby", person(old), gateway.NewRoom{}); err != nil || !r.Member {
+		t.Fatalf("the returning visitor joins the open lobby: %+v, %v", r, err)
 	}
 	res2 := appendInbound(t, s, inRoom("lobby", old, old, "o2", "finn, again", "finn"))
 	if res2.Turns[0].SessionID == oldFinn {
@@ -260,7 +285,7 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	// only a visitor had joined goes with its bots; lee's and ann's stay.
 	complete(t, s, reply(turn, "done at last"))
 	deliverAll(t, s)
-	if _, err := s.EnsureRoom(ctx, "web", "hall", "web-anon-joiner", []string{"matty"}); err != nil {
+	if _, err := s.JoinRoom(ctx, "web", "hall", person("web-anon-joiner"), gateway.NewRoom{Bots: []string{"matty"}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.DeleteIdleVisitors(ctx, time.Now().Add(time.Hour), listed)
@@ -270,11 +295,11 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	if f.Check != nil {
 		f.Check(t, s)
 	}
-	if in, err := s.ChatHasBot(ctx, "web", "hall", "matty"); err != nil || in {
-		t.Errorf("the emptied room still has its bot: %v, %v", in, err)
+	if _, err := s.Room(ctx, "web", "hall", person("web-anon-joiner")); !errors.Is(err, gateway.ErrUnknownChat) {
+		t.Errorf("the room only a visitor had joined: %v, want it gone (ErrUnknownChat)", err)
 	}
-	if in, err := s.ChatHasBot(ctx, "web", "lobby", "finn"); err != nil || !in {
-		t.Errorf("ann's room lost its bot: %v, %v", in, err)
+	if r, err := s.Room(ctx, "web", "lobby", annP); err != nil || !r.Member || !slices.Equal(r.Bots, []string{"finn"}) {
+		t.Errorf("lobby as ann sees it = %+v, %v", r, err)
 	}
 	msgs, _ = s.ChatMessages(ctx, "web", "lobby", 10)
 	if got := texts(msgs); !slices.Equal(got, []string{"hi all"}) {

@@ -17,7 +17,6 @@
   const BACKOFF_MAX_MS = 10000;
   const MAX_FRAME_BYTES = 65536;                // server answers too_large above this
   const GROUP_WINDOW_MS = 5 * 60 * 1000;        // consecutive bubbles from one sender merge visually
-  const JOIN_ERROR_WINDOW_MS = 5000;            // an error without client_id this soon after a join is the join's
   const TERMINAL = new Set(['done', 'failed', 'refused']);
   const MAX_DELEGATIONS_SHOWN = 12;
 
@@ -39,14 +38,16 @@
     user: null,                  // hello.user, e.g. user-bryan
     bots: [],                    // [{id,name}] in hello order
     botsById: new Map(),
-    rooms: new Map(),            // name -> {name, bots:[id], joined:boolean}
+    rooms: new Map(),            // name -> {name, bots:[id], open:boolean, joined:boolean}
     convs: new Map(),            // key ('b:<bot>' | 'r:<room>') -> conversation
     current: null,               // key of the open conversation
     pending: new Map(),          // client_id -> {conv, local}: sent or queued, not yet acked
     outbox: [],                  // locals composed while disconnected, in order
     delegations: new Map(),      // id -> delegation record (+ .el)
     embedVisible: true,          // widget panel open (told by widget.js via postMessage)
-    lastJoin: null,              // {name, at}
+    joins: new Map(),            // client_id -> room name: joins not yet answered
+    histories: new Map(),        // client_id -> conversation key: history requests not yet answered
+    invites: new Map(),          // client_id -> {room, user}: invites not yet answered
     clientSeq: 0,
   };
 
@@ -339,6 +340,7 @@
     switch (f.type) {
       case 'hello': onHello(f); break;
       case 'joined': onJoined(f); break;
+      case 'invited': onInvited(f); break;
       case 'ack': onAck(f); break;
       case 'message': onMessage(f); break;
       case 'typing': onTyping(f); break;
@@ -409,7 +411,14 @@
     saveRooms();
     updateSideItem(getConv('room', name));
     if (state.current === 'r:' + name) renderHeader();
-    if (state.lastJoin && state.lastJoin.name === name) state.lastJoin = null;
+    for (const [id, n] of state.joins) if (n === name) state.joins.delete(id);
+  }
+
+  function onInvited(f) {
+    for (const [id, inv] of state.invites) {
+      if (inv.room === f.chat && inv.user === f.user) state.invites.delete(id);
+    }
+    toast(`Invited ${f.user} to #${f.chat}. They can join it by its name now.`, 'info');
   }
 
   function onAck(f) {
@@ -512,13 +521,30 @@
       if (state.current !== conv.key) toast(`${convTitle(conv)}: ${text}`, 'error');
       return;
     }
-    // A refused join has no client_id; attribute an error that follows one closely.
-    const lj = state.lastJoin;
-    if (lj && Date.now() - lj.at < JOIN_ERROR_WINDOW_MS && f.code !== 'rate_limited') {
-      state.lastJoin = null;
-      const room = state.rooms.get(lj.name);
-      if (room && !room.joined) removeRoom(lj.name);
-      toast(`Couldn't join “${lj.name}”: ${text}`, 'error');
+    // A refused join: a closed room we are not a member of (not_allowed),
+    // a bad name. The room leaves the sidebar unless the refusal was
+    // passing (rate_limited, unavailable).
+    const joinName = f.client_id ? state.joins.get(f.client_id) : undefined;
+    if (joinName !== undefined) {
+      state.joins.delete(f.client_id);
+      if (f.code !== 'rate_limited' && f.code !== 'unavailable' && state.rooms.has(joinName)) removeRoom(joinName);
+      toast(`Couldn't join “${joinName}”: ${text}`, 'error');
+      return;
+    }
+    const histKey = f.client_id ? state.histories.get(f.client_id) : undefined;
+    if (histKey !== undefined) {
+      state.histories.delete(f.client_id);
+      const conv = state.convs.get(histKey);
+      if (!conv) return; // its room was refused and removed: said already
+      conv.loading = false;
+      if (state.current === conv.key) renderMessages(true);
+      toast(`${convTitle(conv)}: ${text}`, 'error');
+      return;
+    }
+    const inv = f.client_id ? state.invites.get(f.client_id) : undefined;
+    if (inv) {
+      state.invites.delete(f.client_id);
+      toast(`Couldn't invite ${inv.user} to #${inv.room}: ${text}`, 'error');
       return;
     }
     toast(text, 'error');
@@ -531,7 +557,7 @@
       unknown_chat: 'That room does not exist.',
       too_large: 'That message is too long.',
       rate_limited: 'Slow down — too many messages at once.',
-      not_allowed: 'That is not allowed.',
+      not_allowed: 'You are not a member of that room.',
     };
     return (f.message && String(f.message)) || fallback[f.code] || 'Something went wrong.';
   }
@@ -655,21 +681,23 @@
     let saved = [];
     try { saved = JSON.parse(storage.get(ROOMS_KEY + state.platformId) || '[]'); } catch { saved = []; }
     if (Array.isArray(saved)) {
-      for (const r of saved) if (r && r.name) addRoom(String(r.name), Array.isArray(r.bots) ? r.bots.map(String) : []);
+      for (const r of saved) {
+        if (r && r.name) addRoom(String(r.name), Array.isArray(r.bots) ? r.bots.map(String) : [], r.open === true);
+      }
     }
     renderRoomList();
   }
 
   function saveRooms() {
     if (!state.platformId) return;
-    const list = [...state.rooms.values()].map((r) => ({ name: r.name, bots: r.bots }));
+    const list = [...state.rooms.values()].map((r) => ({ name: r.name, bots: r.bots, open: r.open }));
     storage.set(ROOMS_KEY + state.platformId, JSON.stringify(list));
   }
 
-  function addRoom(name, bots) {
+  function addRoom(name, bots, open) {
     let room = state.rooms.get(name);
     if (!room) {
-      room = { name, bots: bots || [], joined: false };
+      room = { name, bots: bots || [], open: !!open, joined: false };
       state.rooms.set(name, room);
       getConv('room', name);
       renderRoomList();
@@ -694,11 +722,14 @@
     updateUnreadTotals();
   }
 
-  // On a re-join the stored bot list is sent again: it is what the user asked
-  // for, and recreates the room as it was if the gateway forgot it.
+  // On a re-join the stored bot list (and openness) is sent again: it is
+  // what the user asked for, and recreates the room as it was if the gateway
+  // forgot it. An existing room keeps its own bots whatever a join says.
   function joinFrame(room) {
-    const f = { type: 'join', chat: room.name };
+    const f = { type: 'join', chat: room.name, client_id: newClientId() };
     if (room.bots && room.bots.length) f.bots = room.bots;
+    if (room.open) f.open = true;
+    state.joins.set(f.client_id, room.name);
     return f;
   }
 
@@ -707,6 +738,8 @@
     const f = conv.kind === 'bot'
       ? { type: 'history', bot: conv.id, limit: HISTORY_LIMIT }
       : { type: 'history', chat: conv.id, limit: HISTORY_LIMIT };
+    f.client_id = newClientId();
+    state.histories.set(f.client_id, conv.key);
     if (sendFrame(f)) {
       conv.loading = true;
       if (state.current === conv.key && !conv.loaded) renderMessages(false);
@@ -857,6 +890,7 @@
       dom.pickerAvatar.replaceWith(blank);
       dom.pickerAvatar = blank;
       dom.leaveRoom.hidden = true;
+      dom.inviteRoom.hidden = true;
       dom.mentions.hidden = true;
       return;
     }
@@ -870,10 +904,12 @@
       const names = room ? room.bots.map(botName) : [];
       dom.pickerSub.textContent = names.length ? `Room · ${names.join(', ')}` : 'Group room';
       dom.leaveRoom.hidden = false;
+      dom.inviteRoom.hidden = false;
       renderMentions(room ? room.bots : []);
     } else {
       dom.pickerSub.textContent = 'Private chat';
       dom.leaveRoom.hidden = true;
+      dom.inviteRoom.hidden = true;
       dom.mentions.hidden = true;
     }
     dom.composer.placeholder = conv.kind === 'room'
@@ -1368,6 +1404,7 @@
     renderRoomDialogBots();
     for (const box of dom.roomBots.querySelectorAll('input')) box.checked = true;
     dom.roomName.value = '';
+    dom.roomOpen.checked = false;
     dom.roomError.hidden = true;
     dom.roomDialog.hidden = false;
     closeDrawer();
@@ -1385,7 +1422,6 @@
     const bots = [...dom.roomBots.querySelectorAll('input:checked')].map((i) => i.value);
     let problem = '';
     if (!name) problem = 'Give the room a name.';
-    else if (name.includes(':')) problem = 'Room names cannot contain “:” (reserved for private chats).';
     else if (!state.rooms.has(name) && !bots.length) problem = 'Pick at least one bot.';
     if (problem) {
       dom.roomError.textContent = problem;
@@ -1394,13 +1430,47 @@
     }
     dom.roomDialog.hidden = true;
     const existing = state.rooms.get(name);
-    const room = existing || addRoom(name, bots);
+    const room = existing || addRoom(name, bots, dom.roomOpen.checked);
     saveRooms();
-    if (conn.ready) {
-      state.lastJoin = { name, at: Date.now() };
-      sendFrame(joinFrame(room));
-    } // else: joined on the next hello along with every remembered room
+    if (conn.ready) sendFrame(joinFrame(room));
+    // else: joined on the next hello along with every remembered room
     selectConv('r:' + name, { focus: true });
+  }
+
+  // Invite (SPEC §12): a member adds a person to the room by their master
+  // user ID or platform ID (the ID shown at the foot of their sidebar).
+  function openInviteDialog() {
+    const conv = currentConv();
+    if (!conv || conv.kind !== 'room') return;
+    dom.inviteTitle.textContent = `Invite to #${conv.id}`;
+    dom.inviteUser.value = '';
+    dom.inviteError.hidden = true;
+    dom.inviteDialog.hidden = false;
+    dom.inviteUser.focus();
+  }
+
+  function closeInviteDialog() {
+    dom.inviteDialog.hidden = true;
+    dom.inviteRoom.focus({ preventScroll: true });
+  }
+
+  function submitInviteDialog(ev) {
+    ev.preventDefault();
+    const conv = currentConv();
+    const user = dom.inviteUser.value.trim();
+    let problem = '';
+    if (!conv || conv.kind !== 'room') problem = 'Open a room first.';
+    else if (!user) problem = 'Give the person’s ID, e.g. web-ann or user-bryan.';
+    else if (!conn.ready) problem = 'Not connected; try again in a moment.';
+    if (problem) {
+      dom.inviteError.textContent = problem;
+      dom.inviteError.hidden = false;
+      return;
+    }
+    const f = { type: 'invite', chat: conv.id, user, client_id: newClientId() };
+    state.invites.set(f.client_id, { room: conv.id, user });
+    sendFrame(f);
+    closeInviteDialog();
   }
 
   function leaveCurrentRoom() {
@@ -1456,7 +1526,8 @@
       'close-embed', 'auth-banner', 'auth-detail', 'continue-anon', 'retry-auth', 'delegation-panel',
       'deleg-toggle', 'deleg-count', 'deleg-clear', 'delegations', 'messages', 'jump', 'typing', 'typing-text',
       'composer-form', 'mentions', 'composer', 'send', 'room-dialog', 'room-form', 'room-name', 'room-bots',
-      'room-error', 'room-cancel', 'toasts'];
+      'room-error', 'room-cancel', 'room-open', 'invite-room', 'invite-dialog', 'invite-form', 'invite-title',
+      'invite-user', 'invite-error', 'invite-cancel', 'toasts'];
     for (const id of ids) dom[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
   }
 
@@ -1481,6 +1552,10 @@
     dom.roomCancel.addEventListener('click', closeRoomDialog);
     dom.roomDialog.addEventListener('click', (e) => { if (e.target === dom.roomDialog) closeRoomDialog(); });
     dom.leaveRoom.addEventListener('click', leaveCurrentRoom);
+    dom.inviteRoom.addEventListener('click', openInviteDialog);
+    dom.inviteForm.addEventListener('submit', submitInviteDialog);
+    dom.inviteCancel.addEventListener('click', closeInviteDialog);
+    dom.inviteDialog.addEventListener('click', (e) => { if (e.target === dom.inviteDialog) closeInviteDialog(); });
     dom.closeEmbed.addEventListener('click', () => postToParent({ type: 'close' }));
 
     dom.continueAnon.addEventListener('click', continueAnonymously);
@@ -1495,6 +1570,7 @@
     document.addEventListener('keydown', (e) => {
       if (e.key !== 'Escape') return;
       if (!dom.roomDialog.hidden) closeRoomDialog();
+      else if (!dom.inviteDialog.hidden) closeInviteDialog();
       else if (dom.app.classList.contains('drawer-open')) closeDrawer();
       else postToParent({ type: 'close' }); // Escape inside the iframe never reaches the host page
     });

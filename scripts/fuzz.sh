@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module (func Fuzz… in a _test.go file) for
+# FUZZTIME each (default 5s): the parsers of outside input get a short
+# run of new inputs on every CI run, beyond their seed corpora, which
+# `make test` already runs. A failing input is written under the
+# package's testdata/fuzz/ for `go test` to replay.
+set -euo pipefail
+GO="${GO:-go}"
+FUZZTIME="${FUZZTIME:-5s}"
+targets=0
+for pkg in $("$GO" list ./...); do
+  for fn in $("$GO" test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+    echo "fuzz: $pkg $fn ($FUZZTIME)"
+    "$GO" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg" >/dev/null
+    targets=$((targets + 1))
+  done
+done
+echo "fuzz: $targets targets passed"
