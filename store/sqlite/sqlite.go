@@ -34,13 +34,16 @@ var (
 type Store struct {
 	// Writes run on wc, the one connection of w, with the statements
 	// prepared on it, all on writeLoop's goroutine (writer.go).
-	w       *sql.DB
-	wc      *sql.Conn
-	wstmts  map[string]*sql.Stmt
-	ids     *ids
-	writes  chan writeReq
-	quit    chan struct{}
-	stopped chan struct{}
+	w      *sql.DB
+	wc     *sql.Conn
+	wstmts map[string]*sql.Stmt
+	ids    *ids
+	// checksOff is set when a write alone left foreign key checks off
+	// (writer.go).
+	checksOff bool
+	writes    chan writeReq
+	quit      chan struct{}
+	stopped   chan struct{}
 
 	ck           *sql.DB // the checkpointer's connection (checkpoint.go)
 	checkpointed chan struct{}

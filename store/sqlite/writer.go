@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -76,9 +77,10 @@ func (s *Store) commitAlone(r writeReq) error {
 		}
 	}
 	// The writer's other writes rely on the checks: if they cannot be
-	// turned on again, no write may run.
+	// turned on again, no write may run until they are (see commit).
 	if ferr := s.exec("PRAGMA foreign_keys = ON"); ferr != nil {
-		panic("store: cannot turn foreign key checks back on: " + ferr.Error())
+		s.checksOff = true
+		err = errors.Join(err, ferr)
 	}
 	if t.forgot != nil {
 		// Forgotten whether or not the write committed: a cache that
@@ -131,6 +133,18 @@ func (s *Store) writeLoop() {
 // commit runs a batch: its views and writes in one transaction, views
 // first, then each of its writes alone (see writeAlone).
 func (s *Store) commit(batch []writeReq) {
+	if s.checksOff {
+		// A write alone could not turn the checks back on (see
+		// commitAlone): no write runs without them.
+		err := s.exec("PRAGMA foreign_keys = ON")
+		if err != nil {
+			for _, r := range batch {
+				r.done <- fmt.Errorf("store: foreign key checks are off and cannot be turned on: %w", err)
+			}
+			return
+		}
+		s.checksOff = false
+	}
 	var writes, views, alone []writeReq
 	for _, r := range batch {
 		switch {
