@@ -122,14 +122,15 @@ func probeCgroup() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	const hint = "(run as root, or under systemd with Delegate=yes)"
 	parent := filepath.Join(own, cgroupParent)
 	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("cannot create %s (run as root, or under systemd with Delegate=yes): %w", parent, err)
+		return "", fmt.Errorf("cannot create %s %s: %w", parent, hint, err)
 	}
 	sweepCgroups(parent)
 	tc, err := newTurnCgroup(parent)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w %s", err, hint)
 	}
 	defer tc.remove(nil)
 	if _, err := os.Stat(filepath.Join(tc.dir, "cgroup.kill")); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	osexec "os/exec"
 	"syscall"
@@ -11,8 +12,12 @@ import (
 
 // identityMap maps every user or group ID to itself, so a program in a
 // user namespace of its own keeps its files' owners and its access to
-// them.
-var identityMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+// them. (On 32-bit systems, where Size is 32 bits, IDs from 2^31 up stay
+// unmapped.)
+var identityMap = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: int(min(idSpan, math.MaxInt))}}
+
+// idSpan is the number of user or group IDs, 0 to 2^32-2.
+var idSpan uint64 = 1<<32 - 1
 
 // userNSAttr is the part of SysProcAttr that puts a program in a user
 // namespace of its own, mapped to itself.
