@@ -307,26 +307,27 @@ func TestRunAsChecks(t *testing.T) {
 	if _, err := New(Config{Command: []string{"x"}, RunAs: "switchboard-no-such-user"}); err == nil || !strings.Contains(err.Error(), "run_as switchboard-no-such-user") {
 		t.Errorf("unknown user: %v", err)
 	}
-	nobody := &account{name: "nobody", uid: 65534, gid: 65534, groups: []uint32{65534}}
-	if _, err := checkRunAs(nobody, 1000); err == nil || !strings.Contains(err.Error(), "not root") {
+	// A user no test runs as.
+	runner := &account{name: "bot-runner", uid: 54321, gid: 54321, groups: []uint32{54321}}
+	if _, err := checkRunAs(runner, 1000); err == nil || !strings.Contains(err.Error(), "not root") {
 		t.Errorf("non-root gateway: %v", err)
 	}
-	if a, err := checkRunAs(nobody, 65534); a != nil || err != nil {
+	if a, err := checkRunAs(runner, 54321); a != nil || err != nil {
 		t.Errorf("run_as the gateway's own user: %v, %v; want no switch", a, err)
 	}
-	if a, err := checkRunAs(nobody, 0); a != nobody || err != nil {
+	if a, err := checkRunAs(runner, 0); a != runner || err != nil {
 		t.Errorf("root gateway: %v, %v", a, err)
 	}
 	// A work root run_as cannot reach is refused at once.
 	closed := filepath.Join(t.TempDir(), "closed")
 	os.Mkdir(closed, 0o700)
-	if err := nobody.checkReach(filepath.Join(closed, "work", "bot")); err == nil || !strings.Contains(err.Error(), "cannot pass through "+closed) {
+	if err := runner.checkReach(filepath.Join(closed, "work", "bot")); err == nil || !strings.Contains(err.Error(), "cannot pass through "+closed+" (mode 0700)") {
 		t.Errorf("unreachable root: %v", err)
 	}
 	for p := closed; p != os.TempDir(); p = filepath.Dir(p) {
 		os.Chmod(p, 0o711)
 	}
-	if err := nobody.checkReach(filepath.Join(closed, "work", "bot")); err != nil {
+	if err := runner.checkReach(filepath.Join(closed, "work", "bot")); err != nil {
 		t.Errorf("reachable root: %v", err)
 	}
 }
