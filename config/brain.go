@@ -41,6 +41,10 @@ type Brain struct {
 	ResumeCommand []string `yaml:"resume_command" kinds:"exec"`
 	// Env names the gateway environment variables passed to the command.
 	Env []string `yaml:"env" kinds:"exec"`
+	// RunAs, a user name or numeric user ID, runs the command as that
+	// user (SPEC §12); the gateway must run as root. Empty: the
+	// gateway's own user.
+	RunAs string `yaml:"run_as" kinds:"exec"`
 
 	// BaseURL is the OpenAI-compatible server, e.g. http://127.0.0.1:11434/v1.
 	BaseURL string `yaml:"base_url" kinds:"openai"`

@@ -99,6 +99,30 @@ func validateExec(r *report, br *Brain, key string) {
 		}
 		checkEnvName(r, k, name)
 	}
+	if msg := checkUserName(br.RunAs); msg != "" {
+		r.errorf(key+".run_as", "%s", msg)
+	}
+}
+
+// checkUserName accepts an empty run_as or one that can name a user: a
+// user name or a numeric user ID, without spaces, control characters,
+// ':' or '/', not starting with '-'. Whether the user exists is checked
+// where the gateway runs, when the brain is built.
+func checkUserName(name string) string {
+	switch {
+	case name == "":
+		return ""
+	case len(name) > 64:
+		return "must be a user name or a numeric user ID, at most 64 characters"
+	case strings.HasPrefix(name, "-"):
+		return fmt.Sprintf("%q is not a user name: it starts with '-'", name)
+	}
+	for _, c := range name {
+		if c <= ' ' || c == 0x7f || c == ':' || c == '/' || c == ',' {
+			return fmt.Sprintf("%q is not a user name or a numeric user ID", name)
+		}
+	}
+	return ""
 }
 
 // validateOpenAI checks an openai brain's server, model and limits.

@@ -150,6 +150,21 @@ func TestLoadErrors(t *testing.T) {
 			key: "bots[0].brain.command", line: 3, msg: "required",
 		},
 		{
+			name: "exec run_as not a user name",
+			file: BotsFile, yaml: "bots:\n  - id: a\n    brain:\n      kind: exec\n      command: [x]\n      run_as: 'bad user'\n",
+			key: "bots[0].brain.run_as", line: 6, msg: `"bad user" is not a user name`,
+		},
+		{
+			name: "exec run_as a flag",
+			file: BotsFile, yaml: "bots:\n  - id: a\n    brain:\n      kind: exec\n      command: [x]\n      run_as: -u0\n",
+			key: "bots[0].brain.run_as", line: 6, msg: "starts with '-'",
+		},
+		{
+			name: "run_as on a script brain",
+			file: BotsFile, yaml: "bots:\n  - id: a\n    brain:\n      kind: script\n      default: hi\n      run_as: nobody\n",
+			key: "bots[0].brain.run_as", line: 6, msg: "not a key of brain kind script",
+		},
+		{
 			name: "openai without base_url",
 			file: BotsFile, yaml: "bots:\n  - id: a\n    brain:\n      kind: openai\n      model: m\n",
 			key: "bots[0].brain.base_url", line: 3, msg: "required",
@@ -324,5 +339,14 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("Error() = %q, want prefix %q", s, prefix+": ")
 			}
 		})
+	}
+}
+
+func TestRunAsLoads(t *testing.T) {
+	for _, v := range []string{"nobody", `"1000"`, "bot-runner"} {
+		cfg := mustLoad(t, writeDir(t, "bots:\n  - id: e\n    brain: {kind: exec, command: [cat], run_as: "+v+"}\n", "users: []\n"))
+		if got, want := cfg.Bots[0].Brain.RunAs, strings.Trim(v, `"`); got != want {
+			t.Errorf("run_as %s loaded as %q", v, got)
+		}
 	}
 }

@@ -241,14 +241,16 @@ func (r *Runner) run(log *slog.Logger, t Turn) (more bool) {
 		return true
 	}
 	r.outbox.Enqueue(done.Outbox...)
+	// Stored before the sessions it queued turns in are woken: a watcher
+	// learns of a hand-off being queued before its turn starts running.
+	if r.stored != nil {
+		r.stored(o, done)
+	}
 	woken := make([]string, 0, len(done.Turns))
 	for _, next := range done.Turns {
 		woken = append(woken, next.SessionID)
 	}
 	r.Wake(woken...)
-	if r.stored != nil {
-		r.stored(o, done)
-	}
 	return done.More
 }
 

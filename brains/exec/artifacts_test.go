@@ -47,7 +47,7 @@ func TestArtifactsInAndOut(t *testing.T) {
 	if got := string(r.Artifacts[0].Content); got != `{"notes":"we sell bots"}` {
 		t.Errorf("competitors.json = %s, want it made from notes.md", got)
 	}
-	fi, err := os.Stat(filepath.Join(root, "s1", "notes.md"))
+	fi, err := os.Stat(filepath.Join(sessionDir(t, b, "s1"), "notes.md"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("input file: %v, mode %v; want it written 0600", err, fi.Mode())
 	}
@@ -124,11 +124,11 @@ func TestInputReplacesSymlink(t *testing.T) {
 	root := t.TempDir()
 	outside := filepath.Join(root, "outside.txt")
 	os.WriteFile(outside, []byte("keep"), 0o600)
-	dir := filepath.Join(root, "work", "s1")
+	b := newBrain(t, Config{Command: fake(), WorkRoot: filepath.Join(root, "work")})
+	dir := sessionDir(t, b, "s1")
 	os.MkdirAll(dir, 0o700)
 	os.Symlink(outside, filepath.Join(dir, "notes.md"))
 
-	b := newBrain(t, Config{Command: fake(), WorkRoot: filepath.Join(root, "work")})
 	reply(t, b, task("d"))
 	if got, _ := os.ReadFile(outside); string(got) != "keep" {
 		t.Errorf("writing an input followed a symlink: outside file now %q", got)

@@ -10,12 +10,13 @@
 // as plain text or as a JSON object with "result" and "session_id" (the
 // shape of claude -p --output-format json).
 //
-// Each session has a working directory under WorkRoot, where a
-// delegated task's input artifacts are written before the run and from
-// which the files the task expects are collected after it. The program
-// sees only PATH, HOME, LANG, TMPDIR and the variables Config.Env names
-// of the gateway's environment, and the whole process group it starts is
-// killed when the turn's time is up.
+// Each session has a working directory under WorkRoot, named so that it
+// cannot be guessed (workdir.go), where a delegated task's input
+// artifacts are written before the run and from which the files the task
+// expects are collected after it. The program sees only PATH, HOME,
+// LANG, TMPDIR and the variables Config.Env names of the gateway's
+// environment; it runs as Config.RunAs when set, and every process it
+// starts is killed when the turn ends (see Containment).
 package exec
 
 import (
@@ -66,6 +67,11 @@ type Config struct {
 	// ContextMessages is the most history messages in a prompt; 0 keeps
 	// what the gateway passes.
 	ContextMessages int
+	// RunAs, a user name or numeric user ID, runs the program as that
+	// user (the gateway must run as root); its HOME is that user's home
+	// directory and its working directories are given to it. Empty: the
+	// gateway's own user.
+	RunAs string
 }
 
 // DefaultWorkRoot is the WorkRoot used when none is configured:
@@ -85,6 +91,15 @@ type Brain struct {
 	root      string
 	log       *slog.Logger
 	window    int
+	// account is the run_as user; nil runs programs as the gateway's.
+	account *account
+	// cgroup is Containment.Cgroup, and userNS whether programs run in
+	// a user namespace of their own (a root gateway, no run_as).
+	cgroup string
+	userNS bool
+
+	keyMu sync.Mutex
+	key   []byte // names working directories (workdir.go), loaded once
 
 	// runs tracks, per session directory, the delegation whose files it
 	// holds, so outputs left by an earlier task are not taken for this
@@ -133,7 +148,34 @@ func New(cfg Config) (*Brain, error) {
 	if b.log == nil {
 		b.log = slog.Default()
 	}
+	if cfg.RunAs != "" {
+		acc, err := lookupAccount(cfg.RunAs)
+		if err != nil {
+			return nil, fmt.Errorf("exec brain: %w", err)
+		}
+		if b.account, err = checkRunAs(acc, os.Geteuid()); err != nil {
+			return nil, fmt.Errorf("exec brain: %w", err)
+		}
+	}
+	if b.account != nil {
+		if err := b.account.checkReach(b.root); err != nil {
+			return nil, fmt.Errorf("exec brain: %w", err)
+		}
+	}
+	c := Probe()
+	b.cgroup = c.Cgroup
+	b.userNS = c.UserNS && b.account == nil
 	return b, nil
+}
+
+// RunsAsRoot reports whether the brain's programs run as root: the
+// gateway is root and the bot has no run_as (or run_as names root).
+// They can then read every file root can, the database included.
+func (b *Brain) RunsAsRoot() bool {
+	if b.account != nil {
+		return b.account.isRoot()
+	}
+	return os.Geteuid() == 0
 }
 
 // Reply runs the program for t and returns its answer. The reply's
@@ -147,7 +189,7 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 	defer cancel()
 	log := b.log.With("brain", "exec", "bot", t.Bot.ID, "session", t.SessionID)
 
-	dir, err := b.workdir(t.SessionID)
+	dir, err := b.workdir(log, t.SessionID)
 	if err != nil {
 		return brains.Reply{}, err
 	}
@@ -156,10 +198,19 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 		return brains.Reply{}, err
 	}
 
-	out, id, err := b.turn(ctx, log, dir, t, t.ResumeID)
+	resumeID := t.ResumeID
+	if resumeID != "" {
+		if err := checkSessionID(resumeID); err != nil {
+			// Stored before session IDs were checked: never put it on a
+			// command line.
+			log.Warn("stored resume ID refused; starting a new session", "err", err)
+			resumeID = ""
+		}
+	}
+	out, id, err := b.turn(ctx, log, dir, t, resumeID)
 	var exit *ExitError
-	if errors.As(err, &exit) && t.ResumeID != "" && ctx.Err() == nil {
-		log.Warn("resumed run failed; starting a new session", "resume_id", t.ResumeID, "err", err)
+	if errors.As(err, &exit) && resumeID != "" && ctx.Err() == nil {
+		log.Warn("resumed run failed; starting a new session", "resume_id", resumeID, "err", err)
 		out, id, err = b.turn(ctx, log, dir, t, "")
 	}
 	if err != nil {
@@ -197,7 +248,9 @@ func (b *Brain) turn(ctx context.Context, log *slog.Logger, dir string, t brains
 	}
 	out, err := parseOutput(stdout)
 	if err != nil {
-		log.Warn("exec brain output rejected", "program", args[0], "err", err, "stdout", tail(stdout, 512))
+		// The output is the program's words: the debug log only.
+		log.Warn("exec brain output rejected", "program", args[0], "err", err)
+		log.Debug("exec brain output rejected", "program", args[0], "stdout", tail(stdout, 512))
 		return output{}, "", fmt.Errorf("exec %s: %w", args[0], err)
 	}
 	return out, id, nil

@@ -32,6 +32,16 @@ func newBrain(t *testing.T, cfg Config) *Brain {
 	return b
 }
 
+// sessionDir is the working directory b gives session id.
+func sessionDir(t *testing.T, b *Brain, id string) string {
+	t.Helper()
+	dir, err := b.sessionDir(id)
+	if err != nil {
+		t.Fatalf("sessionDir: %v", err)
+	}
+	return dir
+}
+
 // turn is an ordinary private turn of session s1.
 func turn(text, resumeID string) brains.Turn {
 	return brains.Turn{
@@ -120,7 +130,7 @@ func TestOutputFormats(t *testing.T) {
 		{out: "text", want: "turn 0 of abc"},
 		{out: "json", want: "turn 0 of abc"},
 		{out: "jsonl", want: "turn 0 of abc"},
-		{out: "iserror", wantErr: "credit too low"},
+		{out: "iserror", wantErr: "reported an error (error_during_execution)"},
 		{out: "noresult", wantErr: `no "result"`},
 		{out: "empty", wantErr: "printed nothing"},
 		{out: "binary", wantErr: "not UTF-8"},
@@ -193,8 +203,12 @@ func TestNonZeroExit(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Code != 3 {
 		t.Fatalf("err = %v, want an *ExitError with code 3", err)
 	}
-	if !strings.Contains(err.Error(), "boom: model on fire") {
-		t.Errorf("error lacks stderr: %v", err)
+	if !strings.Contains(exit.Stderr, "boom: model on fire") {
+		t.Errorf("ExitError.Stderr = %q, want the stderr tail", exit.Stderr)
+	}
+	// The gateway logs the error above debug level: no child output in it.
+	if strings.Contains(err.Error(), "boom") {
+		t.Errorf("the error carries the program's stderr: %v", err)
 	}
 }
 
@@ -244,12 +258,62 @@ func TestWorkdir(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "work")
 	b := newBrain(t, Config{Command: fake(), WorkRoot: root})
 	reply(t, b, turn("hi", ""))
-	fi, err := os.Stat(filepath.Join(root, "s1"))
-	if err != nil {
-		t.Fatal(err)
+	dir := sessionDir(t, b, "s1")
+	for _, c := range []struct {
+		path string
+		mode os.FileMode
+	}{{root, 0o700}, {dir, 0o700}, {filepath.Join(root, keyFile), 0o600}} {
+		fi, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != c.mode {
+			t.Errorf("%s: mode %v, want %v", c.path, fi.Mode().Perm(), c.mode)
+		}
 	}
-	if fi.Mode().Perm() != 0o700 {
-		t.Errorf("working directory mode %v, want 0700", fi.Mode().Perm())
+	// Named by the session, never as the session ID itself.
+	name := filepath.Base(dir)
+	if prefix, mac, ok := strings.Cut(name, "-"); !ok || prefix != "s1" || len(mac) != 32 {
+		t.Errorf("directory name %q, want s1-<32 hex digits>", name)
+	}
+	// A program that opened its directory up finds it closed again.
+	os.Chmod(dir, 0o755)
+	reply(t, b, turn("again", ""))
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("after a chmod by the program: mode %v, want 0700 again", fi.Mode().Perm())
+	}
+	// The same root gives the same name after a restart; another root's
+	// key another name.
+	if again := sessionDir(t, newBrain(t, Config{Command: fake(), WorkRoot: root}), "s1"); again != dir {
+		t.Errorf("after a restart: %s, want %s", again, dir)
+	}
+	if other := sessionDir(t, newBrain(t, Config{Command: fake()}), "s1"); filepath.Base(other) == name {
+		t.Errorf("two work roots name session s1 alike: %s", name)
+	}
+}
+
+func TestWorkdirMigration(t *testing.T) {
+	root := t.TempDir()
+	legacy := filepath.Join(root, "s1")
+	os.Mkdir(legacy, 0o700)
+	os.WriteFile(filepath.Join(legacy, "notes.md"), []byte("kept"), 0o600)
+	b := newBrain(t, Config{Command: fake(), WorkRoot: root})
+	reply(t, b, turn("hi", ""))
+	if got, err := os.ReadFile(filepath.Join(sessionDir(t, b, "s1"), "notes.md")); string(got) != "kept" {
+		t.Errorf("the session's file after the rename: %q, %v", got, err)
+	}
+	if _, err := os.Lstat(legacy); !os.IsNotExist(err) {
+		t.Errorf("the directory named after the session ID is still there: %v", err)
+	}
+}
+
+func TestWorkdirKey(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, keyFile), []byte("short"), 0o600)
+	b := newBrain(t, Config{Command: fake(), WorkRoot: root})
+	_, err := b.Reply(context.Background(), turn("hi", ""))
+	if err == nil || !strings.Contains(err.Error(), "is not a 32-byte key") {
+		t.Errorf("err = %v, want the damaged key named", err)
 	}
 }
 
@@ -268,7 +332,7 @@ func TestDirName(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, tt := range tests {
-		got := dirName(tt.id)
+		got := legacyDirName(tt.id)
 		if (got == tt.id) != tt.keep {
 			t.Errorf("dirName(%q) = %q, keep = %v", tt.id, got, tt.keep)
 		}
@@ -280,7 +344,7 @@ func TestDirName(t *testing.T) {
 		}
 		seen[got] = tt.id
 	}
-	if dirName("a/b") == dirName("a_b") {
+	if legacyDirName("a/b") == legacyDirName("a_b") {
 		t.Error("a/b and a_b share a directory")
 	}
 }

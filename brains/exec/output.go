@@ -22,7 +22,36 @@ var (
 	errEmptyOutput  = errors.New("the program printed nothing")
 	errBinaryOutput = errors.New("the program's output is not UTF-8 text")
 	errNoResult     = errors.New(`the program's JSON output has no "result" string`)
+	// errBadSessionID is the cause when the program printed a session_id
+	// that checkSessionID refuses.
+	errBadSessionID = errors.New("the program's session_id is refused")
 )
+
+// MaxSessionID is the longest session_id accepted from a program.
+const MaxSessionID = 128
+
+// checkSessionID accepts a CLI's session handle only if it matches
+// ^[A-Za-z0-9._:-]{1,128}$ and does not start with '-': it is put on the
+// next turn's command line, where anything else could be read as a flag
+// or split into several arguments by a wrapper script. The reason it
+// gives never quotes the ID, which is the program's output.
+func checkSessionID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: it is empty", errBadSessionID)
+	case len(id) > MaxSessionID:
+		return fmt.Errorf("%w: it is %d bytes long, over %d", errBadSessionID, len(id), MaxSessionID)
+	case id[0] == '-':
+		return fmt.Errorf("%w: it starts with '-' and would read as a flag", errBadSessionID)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return fmt.Errorf("%w: byte %d is outside A-Z a-z 0-9 . _ : -", errBadSessionID, i)
+		}
+	}
+	return nil
+}
 
 // envelope is the JSON a CLI prints with --output-format json: claude's
 // is {"type":"result","subtype":"success","is_error":false,
@@ -41,7 +70,9 @@ type envelope struct {
 // string; an envelope with "is_error" true is an error carrying its
 // result. JSON that looks like no CLI envelope (no "result", "type" or
 // "session_id" anywhere) is taken as a plain-text answer that happens to
-// be JSON. Anything else is plain text, trimmed.
+// be JSON. Anything else is plain text, trimmed. A session_id that
+// checkSessionID refuses fails the whole output, so it never reaches a
+// command line and the stored one is kept.
 func parseOutput(stdout []byte) (output, error) {
 	trimmed := bytes.TrimSpace(stdout)
 	if len(trimmed) == 0 {
@@ -100,7 +131,10 @@ func fromEnvelopes(values []json.RawMessage) (output, bool, error) {
 			continue
 		}
 		if e.IsError {
-			return output{}, true, fmt.Errorf("the program reported an error (%s): %s", orDash(e.Subtype), resultText(e.Result))
+			// The result, the program's own explanation, may quote the
+			// conversation: it stays in the output, which the caller logs
+			// at debug level only.
+			return output{}, true, fmt.Errorf("the program reported an error (%s)", orDash(e.Subtype))
 		}
 		if e.Result == nil {
 			continue
@@ -111,6 +145,11 @@ func fromEnvelopes(values []json.RawMessage) (output, bool, error) {
 		}
 		if strings.TrimSpace(text) == "" {
 			return output{}, true, errEmptyOutput
+		}
+		if e.SessionID != "" {
+			if err := checkSessionID(e.SessionID); err != nil {
+				return output{}, true, err
+			}
 		}
 		return output{text: strings.TrimSpace(text), sessionID: e.SessionID}, true, nil
 	}
@@ -142,18 +181,17 @@ func looksLikeEnvelope(values []json.RawMessage) bool {
 	return false
 }
 
-// resultText is an error envelope's result for a message, short.
-func resultText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) != nil || s == "" {
-		return "no details"
-	}
-	return tail([]byte(s), 512)
-}
-
+// orDash is s when it is a short word (an error subtype such as
+// error_max_turns), else "-": anything longer could carry the
+// program's words into a log line above debug.
 func orDash(s string) string {
-	if s == "" {
+	if s == "" || len(s) > 64 {
 		return "-"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return "-"
+		}
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -29,6 +30,19 @@ func TestParseOutput(t *testing.T) {
 		{name: "plain json answer", in: `{"name":"Ada"}`, text: `{"name":"Ada"}`},
 		{name: "braces in text", in: "{not json} but text", text: "{not json} but text"},
 		{name: "number", in: "42", text: "42"},
+		// session_id goes on the next command line: only a plain token.
+		{name: "session id chars", in: `{"result":"ok","session_id":"a-Z_0.9:x"}`, text: "ok", sessionID: "a-Z_0.9:x"},
+		{name: "session id 128", in: `{"result":"ok","session_id":"` + strings.Repeat("a", 128) + `"}`, text: "ok", sessionID: strings.Repeat("a", 128)},
+		{name: "session id flag", in: `{"result":"ok","session_id":"--evil-flag=1"}`, wantErr: "starts with '-'"},
+		{name: "session id dash", in: `{"result":"ok","session_id":"-"}`, wantErr: "starts with '-'"},
+		{name: "session id 129", in: `{"result":"ok","session_id":"` + strings.Repeat("a", 129) + `"}`, wantErr: "over 128"},
+		{name: "session id space", in: `{"result":"ok","session_id":"a b"}`, wantErr: "outside A-Z"},
+		{name: "session id equals", in: `{"result":"ok","session_id":"a=b"}`, wantErr: "outside A-Z"},
+		{name: "session id slash", in: `{"result":"ok","session_id":"../x"}`, wantErr: "outside A-Z"},
+		{name: "session id newline", in: `{"result":"ok","session_id":"a\nb"}`, wantErr: "outside A-Z"},
+		{name: "session id unicode", in: `{"result":"ok","session_id":"séance"}`, wantErr: "outside A-Z"},
+		{name: "session id NUL", in: `{"result":"ok","session_id":"a\u0000"}`, wantErr: "outside A-Z"},
+		{name: "empty session id", in: `{"result":"ok","session_id":""}`, text: "ok"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +74,27 @@ func FuzzParseOutput(f *testing.F) {
 		}
 		if strings.TrimSpace(out.text) == "" || !utf8.ValidString(out.text) {
 			t.Errorf("accepted output with text %q", out.text)
+		}
+		if out.sessionID != "" && !sessionIDPattern.MatchString(out.sessionID) {
+			t.Errorf("accepted session_id %q", out.sessionID)
+		}
+	})
+}
+
+// sessionIDPattern is the rule checkSessionID implements (SPEC §12).
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:][A-Za-z0-9._:-]{0,127}$`)
+
+func FuzzCheckSessionID(f *testing.F) {
+	for _, s := range []string{"abc", "--evil-flag=1", "-", "", "a:b.c_d-e", strings.Repeat("x", 129), "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		err := checkSessionID(id)
+		if want := sessionIDPattern.MatchString(id); (err == nil) != want {
+			t.Errorf("checkSessionID(%q) = %v, want accepted = %v", id, err, want)
+		}
+		if err != nil && len(id) > 3 && strings.Contains(err.Error(), id) {
+			t.Errorf("the reason quotes the ID: %v", err)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package exec
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"mime"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/brains"
@@ -68,7 +70,7 @@ func (b *Brain) prepare(dir string, d *brains.Delegation) (*delegationRun, error
 		return r, nil // a corrective retry: inputs may have been edited on purpose
 	}
 	for _, a := range d.Inputs {
-		if err := writeFile(dir, a.Name, a.Content); err != nil {
+		if err := writeFile(dir, a.Name, a.Content, b.account); err != nil {
 			return nil, fmt.Errorf("exec brain: write input %s: %w", a.Name, err)
 		}
 	}
@@ -86,14 +88,20 @@ func (b *Brain) prepare(dir string, d *brains.Delegation) (*delegationRun, error
 
 // collect returns the expected outputs written since the task began, in
 // the order expected. Missing ones are left out for the gateway's check
-// to report; a symlink or directory under an expected name is skipped
-// with a warning, so a program cannot make the gateway read files outside
-// its directory.
+// to report; a symlink, directory or other non-regular file under an
+// expected name is skipped with a warning. Files are opened through an
+// os.Root of the directory and checked again once open, so a program
+// that swaps a file for a symlink cannot make the gateway (root, with
+// run_as) read a file outside its directory, nor block it on a FIFO.
 func (r *delegationRun) collect(log *slog.Logger, expected []brains.Expected) ([]brains.Artifact, error) {
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return nil, fmt.Errorf("exec brain: outputs: %w", err)
+	}
+	defer root.Close()
 	var arts []brains.Artifact
 	for _, e := range expected {
-		path := filepath.Join(r.dir, e.Name)
-		fi, err := os.Lstat(path)
+		fi, err := root.Lstat(e.Name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
@@ -102,20 +110,50 @@ func (r *delegationRun) collect(log *slog.Logger, expected []brains.Expected) ([
 		case !fi.Mode().IsRegular():
 			log.Warn("expected output is not a regular file; not collected", "name", e.Name, "mode", fi.Mode().String())
 			continue
-		case fi.Size() > MaxArtifact:
-			return nil, fmt.Errorf("exec brain: output %s is %d bytes, over the %d limit", e.Name, fi.Size(), MaxArtifact)
 		}
 		if was, ok := r.before[e.Name]; ok && was.size == fi.Size() && was.mod.Equal(fi.ModTime()) {
 			log.Info("expected output unchanged since the task began; not collected", "name", e.Name)
 			continue
 		}
-		content, err := os.ReadFile(path)
+		content, err := readRegular(root, e.Name)
+		if errors.Is(err, errNotRegular) {
+			log.Warn("expected output is not a regular file; not collected", "name", e.Name)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("exec brain: output %s: %w", e.Name, err)
 		}
 		arts = append(arts, brains.Artifact{Name: e.Name, MediaType: mediaType(e, content), Content: content})
 	}
 	return arts, nil
+}
+
+// errNotRegular is readRegular's error for anything but a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// readRegular reads name in root if it is a regular file of at most
+// MaxArtifact bytes. The open does not block (O_NONBLOCK: a FIFO would
+// wait for a writer) and its result is checked with fstat.
+func readRegular(root *os.Root, name string) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, errNotRegular
+	case fi.Size() > MaxArtifact:
+		return nil, fmt.Errorf("%d bytes, over the %d limit", fi.Size(), MaxArtifact)
+	}
+	content, err := io.ReadAll(io.LimitReader(f, MaxArtifact+1))
+	if err == nil && len(content) > MaxArtifact {
+		err = fmt.Errorf("over the %d-byte limit", MaxArtifact)
+	}
+	return content, err
 }
 
 // extTypes are media types for extensions mime's built-in table lacks

@@ -2,19 +2,10 @@
 
 package exec
 
-import (
-	osexec "os/exec"
-	"syscall"
-)
+import "syscall"
 
-// ownGroup makes cmd lead a new process group and makes cancelling it
-// kill the whole group, so children it spawned die with it.
-func ownGroup(cmd *osexec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		return killGroup(cmd.Process.Pid)
-	}
-}
+// processGroups is true where a program can lead a process group.
+const processGroups = true
 
 // killGroup sends SIGKILL to the process group led by pid. A group
 // already gone is not an error.

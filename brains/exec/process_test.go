@@ -37,7 +37,7 @@ func readPid(t *testing.T, dir, name string) int {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) > 0 {
-			pid, err := strconv.Atoi(string(b))
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -49,45 +49,64 @@ func readPid(t *testing.T, dir, name string) int {
 	return 0
 }
 
-func TestTimeoutKillsProcessGroup(t *testing.T) {
-	root := t.TempDir()
-	b := newBrain(t, Config{Command: fake("hang"), Timeout: 2 * time.Second, WorkRoot: root})
-	start := time.Now()
-	_, err := b.Reply(context.Background(), turn("hi", ""))
-	elapsedUnder(t, start, 2*time.Second+waitDelay+time.Second)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 2s") {
-		t.Fatalf("err = %v, want a timeout", err)
+// containments are the ways a turn's processes may be held here: the
+// process group always, a cgroup where the host allows.
+func containments(t *testing.T) map[string]string {
+	t.Helper()
+	modes := map[string]string{"process group": ""}
+	if cg := Probe().Cgroup; cg != "" {
+		modes["cgroup"] = cg
 	}
-	dir := filepath.Join(root, "s1")
-	waitGone(t, readPid(t, dir, "child.pid"))
-	waitGone(t, readPid(t, dir, "grandchild.pid"))
+	return modes
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	for name, cgroup := range containments(t) {
+		t.Run(name, func(t *testing.T) {
+			b := newBrain(t, Config{Command: fake("hang"), Timeout: 2 * time.Second})
+			b.cgroup = cgroup
+			start := time.Now()
+			_, err := b.Reply(context.Background(), turn("hi", ""))
+			elapsedUnder(t, start, 2*time.Second+waitDelay+time.Second)
+			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timed out after 2s") {
+				t.Fatalf("err = %v, want a timeout", err)
+			}
+			dir := sessionDir(t, b, "s1")
+			waitGone(t, readPid(t, dir, "child.pid"))
+			waitGone(t, readPid(t, dir, "grandchild.pid"))
+		})
+	}
 }
 
 func TestCancelKillsProcessGroup(t *testing.T) {
-	root := t.TempDir()
-	b := newBrain(t, Config{Command: fake("hang"), WorkRoot: root})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Reply(ctx, turn("hi", ""))
-		done <- err
-	}()
-	dir := filepath.Join(root, "s1")
-	child, grandchild := readPid(t, dir, "child.pid"), readPid(t, dir, "grandchild.pid")
-	if !alive(grandchild) {
-		t.Fatal("the grandchild is not running before the cancel")
+	for name, cgroup := range containments(t) {
+		t.Run(name, func(t *testing.T) {
+			b := newBrain(t, Config{Command: fake("hang")})
+			b.cgroup = cgroup
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := b.Reply(ctx, turn("hi", ""))
+				done <- err
+			}()
+			dir := sessionDir(t, b, "s1")
+			child, grandchild := readPid(t, dir, "child.pid"), readPid(t, dir, "grandchild.pid")
+			if !alive(grandchild) {
+				t.Fatal("the grandchild is not running before the cancel")
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("err = %v, want context.Canceled", err)
+				}
+			case <-time.After(waitDelay + 3*time.Second):
+				t.Fatal("Reply did not return after cancel")
+			}
+			waitGone(t, child)
+			waitGone(t, grandchild)
+		})
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-	case <-time.After(waitDelay + 3*time.Second):
-		t.Fatal("Reply did not return after cancel")
-	}
-	waitGone(t, child)
-	waitGone(t, grandchild)
 }
 
 // waitGone waits for pid to exit (a zombie counts as gone: its reaper may

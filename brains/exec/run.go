@@ -13,10 +13,11 @@ import (
 
 // Limits on what a run may print.
 const (
-	// MaxStdout is the most bytes of stdout read; a longer answer fails.
-	MaxStdout = 8 << 20
-	// StderrTail is how much of the end of stderr is kept for the log and
-	// the error.
+	// MaxStdout is the most bytes of stdout read; a longer answer fails
+	// (SPEC §12: an exec child's captured output is bounded at 1 MiB).
+	MaxStdout = 1 << 20
+	// StderrTail is how much of the end of stderr is kept for the debug
+	// log.
 	StderrTail = 4 << 10
 )
 
@@ -28,7 +29,10 @@ const waitDelay = 2 * time.Second
 // gets.
 var baseEnv = []string{"PATH", "HOME", "LANG", "TMPDIR"}
 
-// ExitError is a run that ended with a non-zero status.
+// ExitError is a run that ended with a non-zero status. Its message names
+// the program and the status only: what the program printed may quote
+// the conversation, so it goes to the debug log, never into an error
+// that is logged above it (SPEC §8).
 type ExitError struct {
 	Program string
 	Code    int
@@ -36,18 +40,14 @@ type ExitError struct {
 	Stderr string
 }
 
-// Error names the program, its status and its stderr tail.
+// Error names the program and its status.
 func (e *ExitError) Error() string {
-	msg := fmt.Sprintf("exec %s: exit status %d", e.Program, e.Code)
-	if e.Stderr != "" {
-		msg += "; stderr: " + e.Stderr
-	}
-	return msg
+	return fmt.Sprintf("exec %s: exit status %d (its stderr is logged at debug level)", e.Program, e.Code)
 }
 
 // run starts args in dir with input on stdin and returns its stdout.
-// The program leads a process group of its own, so ending the run (ctx
-// done) kills it and every process it started.
+// The program runs contained (see Containment): ending the run, by its
+// own exit or by ctx, kills every process it started.
 func (b *Brain) run(ctx context.Context, log *slog.Logger, dir string, args []string, input string) ([]byte, error) {
 	stdout := &capped{max: MaxStdout}
 	stderr := &tailBuffer{max: StderrTail}
@@ -58,48 +58,52 @@ func (b *Brain) run(ctx context.Context, log *slog.Logger, dir string, args []st
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	cmd.WaitDelay = waitDelay
-	ownGroup(cmd)
+	release, err := b.contain(cmd)
+	if err != nil {
+		log.Warn("exec brain run not started: containment failed", "program", args[0], "err", err)
+		return nil, fmt.Errorf("exec %s: %w", args[0], err)
+	}
 
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
+	// Whatever the program left running dies with the turn.
+	release(log)
 	log = log.With("program", args[0], "elapsed", time.Since(start).Round(time.Millisecond))
+	if s := stderr.String(); s != "" {
+		log.Debug("exec brain stderr", "stderr", s)
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
-		if cmd.Process != nil {
-			// A child that outlived the leader may still hold the group.
-			killGroup(cmd.Process.Pid)
-		}
 		cause := ctx.Err()
 		msg := "cancelled"
 		if errors.Is(cause, context.DeadlineExceeded) {
 			msg = fmt.Sprintf("timed out after %s", b.timeout)
 		}
-		log.Warn("exec brain run killed", "reason", msg, "stderr", stderr.String())
-		return nil, fmt.Errorf("exec %s: %s: %w%s", args[0], msg, cause, stderrSuffix(stderr))
+		log.Warn("exec brain run killed", "reason", msg)
+		return nil, fmt.Errorf("exec %s: %s: %w", args[0], msg, cause)
 	case err != nil:
 		var exit *osexec.ExitError
 		if errors.As(err, &exit) {
 			e := &ExitError{Program: args[0], Code: exit.ExitCode(), Stderr: stderr.String()}
 			if e.Stderr == "" {
 				// Some CLIs report failures on stdout (is_error JSON).
-				e.Stderr = "(empty); stdout: " + tail(stdout.Bytes(), 512)
+				log.Debug("exec brain stdout of a failed run", "stdout", tail(stdout.Bytes(), 512))
 			}
-			log.Warn("exec brain run failed", "exit", e.Code, "stderr", stderr.String())
+			log.Warn("exec brain run failed", "exit", e.Code)
 			return nil, e
 		}
 		log.Warn("exec brain run did not start", "err", err)
 		return nil, fmt.Errorf("exec %s: %w", args[0], err)
 	case stdout.overflow:
+		log.Warn("exec brain output too long", "limit", MaxStdout)
 		return nil, fmt.Errorf("exec %s: output is over %d bytes", args[0], MaxStdout)
-	}
-	if s := stderr.String(); s != "" {
-		log.Debug("exec brain stderr", "stderr", s)
 	}
 	return stdout.Bytes(), nil
 }
 
 // environ is the program's whole environment: the base variables and the
-// configured names that are set in the gateway's. It is never nil, since
+// configured names that are set in the gateway's; with run_as, HOME is
+// that user's home directory. It is never nil, since
 // a nil Env would hand the program all of the gateway's.
 func (b *Brain) environ() []string {
 	env := []string{}
@@ -109,17 +113,14 @@ func (b *Brain) environ() []string {
 			continue
 		}
 		seen[name] = true
+		if name == "HOME" && b.account != nil {
+			// The gateway's home is not the program's to write in.
+			env = append(env, "HOME="+b.account.home)
+			continue
+		}
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
 	}
 	return env
-}
-
-// stderrSuffix is "; stderr: …" when there was any.
-func stderrSuffix(t *tailBuffer) string {
-	if s := t.String(); s != "" {
-		return "; stderr: " + s
-	}
-	return ""
 }

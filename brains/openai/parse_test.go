@@ -137,3 +137,12 @@ func FuzzReadAnswer(f *testing.F) {
 		}
 	})
 }
+
+// A malformed stream chunk is the model's words: the error names its
+// size, not its content.
+func TestMalformedChunkNotQuoted(t *testing.T) {
+	_, err := readAnswer("text/event-stream", strings.NewReader("data: {\"choices\":[{\"delta\":{\"content\":\"secret-words\"\n\n"))
+	if err == nil || strings.Contains(err.Error(), "secret-words") {
+		t.Errorf("err = %v, want one without the chunk", err)
+	}
+}

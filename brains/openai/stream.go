@@ -70,7 +70,8 @@ func apply(acc *accumulator, data []byte) (done, finished bool, err error) {
 	}
 	var c completion
 	if err := json.Unmarshal(data, &c); err != nil {
-		return false, false, fmt.Errorf("%w: stream chunk %.100q: %v", errMalformed, data, err)
+		// Not the chunk itself: it is the model's words.
+		return false, false, fmt.Errorf("%w: a stream chunk of %d bytes: %v", errMalformed, len(data), err)
 	}
 	if msg := errorMessage(c.Error); msg != "" {
 		return false, false, fmt.Errorf("server error in stream: %s", msg)

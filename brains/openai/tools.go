@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-chat/switchboard/brains"
@@ -74,28 +75,47 @@ var errBadToolCall = errors.New("unusable tool call")
 func handoffs(log *slog.Logger, calls []toolCall, team []brains.Mate) (out []brains.Handoff, bad error) {
 	for _, c := range calls {
 		if c.Name != DelegateTool {
-			bad = fmt.Errorf("%w: unknown tool %q", errBadToolCall, c.Name)
-			log.Warn("model called an unknown tool; ignored", "tool", c.Name)
+			bad = fmt.Errorf("%w: unknown tool %s", errBadToolCall, toolName(c.Name))
+			log.Warn("model called an unknown tool; ignored", "tool", toolName(c.Name))
 			continue
 		}
 		var args struct {
 			Bot  string `json:"bot"`
 			Task string `json:"task"`
 		}
+		// The arguments are the model's words (a task quotes the
+		// conversation): the debug log only (SPEC §8).
 		if err := json.Unmarshal([]byte(c.Arguments), &args); err != nil {
-			bad = fmt.Errorf("%w: delegate arguments %.200q: %v", errBadToolCall, c.Arguments, err)
-			log.Warn("delegate call with malformed arguments; ignored", "arguments", c.Arguments, "err", err)
+			bad = fmt.Errorf("%w: delegate arguments are not a JSON object (%d bytes): %v", errBadToolCall, len(c.Arguments), err)
+			log.Warn("delegate call with malformed arguments; ignored", "err", err)
+			log.Debug("delegate call with malformed arguments", "arguments", c.Arguments)
 			continue
 		}
 		bot, task := teamID(args.Bot, team), strings.TrimSpace(args.Task)
 		if bot == "" || task == "" {
-			bad = fmt.Errorf("%w: delegate needs a bot and a task, got %.200q", errBadToolCall, c.Arguments)
-			log.Warn("delegate call without a bot or a task; ignored", "arguments", c.Arguments)
+			bad = fmt.Errorf("%w: delegate needs a bot and a task (bot given: %t, task given: %t)", errBadToolCall, bot != "", task != "")
+			log.Warn("delegate call without a bot or a task; ignored", "bot_given", bot != "", "task_given", task != "")
+			log.Debug("delegate call without a bot or a task", "arguments", c.Arguments)
 			continue
 		}
 		out = append(out, brains.Handoff{Bot: bot, Task: task})
 	}
 	return out, bad
+}
+
+// toolName is a tool name the model gave, quoted, if it looks like one
+// (at most 64 letters, digits, '_', '-' or '.'); anything else could be
+// the model's words, which stay out of logs above debug.
+func toolName(s string) string {
+	ok := s != "" && len(s) <= 64
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+	}
+	if !ok {
+		return "(not a tool name)"
+	}
+	return strconv.Quote(s)
 }
 
 // teamID maps what the model wrote for a bot to a team member's ID when

@@ -142,3 +142,26 @@ func TestOnlyBadToolCallsIsAnError(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// The model's tool arguments quote the conversation: they are logged at
+// debug level only, and the errors (logged above it) never carry them.
+func TestToolArgumentsStayAtDebug(t *testing.T) {
+	team := teamTurn("").Team
+	for _, calls := range [][]toolCall{
+		{{Name: "delegate", Arguments: `{"bot":"priest","task":"secret-words`}},
+		{{Name: "delegate", Arguments: `{"task":"secret-words"}`}},
+		{{Name: "secret-words and more words"}},
+	} {
+		var buf strings.Builder
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		_, bad := handoffs(log, calls, team)
+		if bad == nil || strings.Contains(bad.Error(), "secret-words") {
+			t.Errorf("%+v: bad = %v, want an error without the arguments", calls, bad)
+		}
+		for line := range strings.Lines(buf.String()) {
+			if !strings.Contains(line, "level=DEBUG") && strings.Contains(line, "secret-words") {
+				t.Errorf("%+v: logged above debug: %s", calls, line)
+			}
+		}
+	}
+}

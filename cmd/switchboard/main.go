@@ -102,6 +102,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
+	// First, before any brain's program can start.
+	if err := makeNonDumpable(); err != nil {
+		logger.Warn("the gateway could not make itself non-dumpable: programs of its own user can read its environment", "err", err)
+	}
 	if path := os.Getenv("SWITCHBOARD_CPUPROFILE"); path != "" {
 		stopProfile, err := startCPUProfile(path)
 		if err != nil {

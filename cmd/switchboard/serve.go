@@ -120,6 +120,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs})
 	m.obs.gauge(m.gw.QueueDepth)
 	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
+	if err := makeWorkRoot(m.brains.workRoot); err != nil {
+		return err
+	}
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.
 	m.discord = discord.New(discord.Options{Logger: m.Logger})
@@ -280,6 +283,20 @@ func webSettings(cfg *config.Config, log *slog.Logger) web.Settings {
 		MessagesPerSecondPerPerson: w.MaxMessagesPerSecondPerPerson,
 		MessagesPerSecondPerIP:     w.MaxMessagesPerSecondPerIP,
 	}
+}
+
+// makeWorkRoot creates the directory of the exec brains' work roots,
+// 0711 whatever the umask: programs run as another user (brain.run_as)
+// may pass through it to their own directories, and nobody but the
+// gateway may list it.
+func makeWorkRoot(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("exec work root: %w", err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return fmt.Errorf("exec work root: %w", err)
+	}
+	return nil
 }
 
 // webSecret reads the web HMAC key from the variable gateway.web.secret_env

@@ -87,6 +87,8 @@ type brainSet struct {
 	workRoot string
 	mu       sync.Mutex
 	built    map[string]builtBrain
+	// contained logs, once, the containment exec brains get here.
+	contained sync.Once
 }
 
 type builtBrain struct {
@@ -106,6 +108,9 @@ func (s *brainSet) roster(cfg *config.Config, log *slog.Logger) (*gateway.Roster
 		key := ""
 		if cb.Brain.APIKeyEnv != "" {
 			key = os.Getenv(cb.Brain.APIKeyEnv)
+		}
+		if cb.Brain.Kind == config.KindExec {
+			s.contained.Do(func() { execbrain.Probe().Log(log) })
 		}
 		prev, ok := s.built[cb.ID]
 		brain := prev.brain
@@ -156,11 +161,16 @@ func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brain
 		}
 		return script.New(sc)
 	case "exec":
-		return execbrain.New(execbrain.Config{
+		eb, err := execbrain.New(execbrain.Config{
 			Command: b.Brain.Command, ResumeCommand: b.Brain.ResumeCommand, Env: b.Brain.Env,
 			Timeout: b.Brain.Timeout, WorkRoot: filepath.Join(workRoot, b.ID), Logger: log,
-			ContextMessages: b.Brain.ContextMessages,
+			ContextMessages: b.Brain.ContextMessages, RunAs: b.Brain.RunAs,
 		})
+		if err != nil {
+			return nil, err
+		}
+		warnRunsAsRoot(eb, log)
+		return eb, nil
 	case "openai":
 		if b.Brain.APIKeyEnv != "" && apiKey == "" {
 			log.Warn("openai brain: api key variable is unset; requests go without a key", "env", b.Brain.APIKeyEnv)
@@ -172,6 +182,19 @@ func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brain
 		})
 	}
 	return nil, fmt.Errorf("unknown brain kind %q", b.Brain.Kind)
+}
+
+// warnRunsAsRoot says, when a bot's programs run as root, what they can
+// reach (SPEC §12: brain.run_as is the remedy).
+func warnRunsAsRoot(eb *execbrain.Brain, log *slog.Logger) {
+	if !eb.RunsAsRoot() {
+		return
+	}
+	if execbrain.Probe().UserNS {
+		log.Warn("exec brain: its programs run as root and can read every file root can, the database included (not the gateway's environment or memory); set brain.run_as to run them as another user")
+		return
+	}
+	log.Warn("exec brain: its programs run as root and can read the gateway's environment (every token), its memory and every file root can; set brain.run_as to run them as another user")
 }
 
 // telegramBots lists the bots with a Telegram section whose token is set.
