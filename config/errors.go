@@ -71,23 +71,38 @@ type report struct {
 	file string
 	doc  *index
 	errs Errors
-	// structural holds the keys of type, syntax and unknown-key errors.
-	structural []string
+	// structural holds the keys of type, syntax and unknown-key errors
+	// ("" for the file as a whole).
+	structural map[string]bool
 }
 
 // structuralf records a problem found while checking the file's shape.
 func (r *report) structuralf(key string, line int, format string, args ...any) {
-	r.structural = append(r.structural, key)
+	if r.structural == nil {
+		r.structural = map[string]bool{}
+	}
+	r.structural[key] = true
 	r.errs = append(r.errs, Error{File: r.file, Line: line, Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
 // errorf records a problem with a decoded value at key, unless the key is
 // already covered by a structural problem.
 func (r *report) errorf(key, format string, args ...any) {
-	for _, s := range r.structural {
-		if s == "" || s == key || strings.HasPrefix(key, s+".") || strings.HasPrefix(key, s+"[") {
+	// The key and each of its ancestors ("bots[1].brain", "bots[1]",
+	// "bots", ""), looked up rather than compared with every structural
+	// problem: a file may have thousands of both.
+	for k := key; ; {
+		if r.structural[k] {
 			return
 		}
+		i := strings.LastIndexAny(k, ".[")
+		if i < 0 {
+			if k == "" {
+				break
+			}
+			i = 0
+		}
+		k = k[:i]
 	}
 	r.errs = append(r.errs, Error{File: r.file, Line: r.doc.line(key), Key: key, Message: fmt.Sprintf(format, args...)})
 }

@@ -18,6 +18,9 @@ func FuzzLoad(f *testing.F) {
 		"", "bots: [", minimalBots, "- a\n", "a: &a [*a]\n", "---\n---\n",
 		"bots:\n  - id: a\n    brain: &b {kind: script, default: hi, <<: *b}\n",
 		"gateway: {delegation: {max_depth: 1e9, cooldown: -1h}}\n",
+		"gateway: {retention: {anonymous: 30d, messages: 1d12h}}\n" + minimalBots,
+		"gateway: {retention: {anonymous: 106752d}}\n",
+		"gateway: {web: {a: 1, b: 2, c: 3}}\n",
 		"bots:\n  - {id: a, brain: {kind: script, rules: [{match: '(', reply: '{{'}]}}\n",
 	} {
 		f.Add([]byte(s))

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -24,11 +24,24 @@ const (
 	UsersFile = "users.yaml"
 )
 
+// MaxFileSize is the size of the largest configuration file Load reads
+// (SPEC §12): a bigger one is refused unread. Parsing costs far more
+// than the file's size in time and memory (about two seconds and 500 MB
+// for a file of this size of valid bots), and a real configuration is a
+// few kilobytes.
+const MaxFileSize = 1 << 20
+
+// maxMappingKeys bounds the keys of one YAML mapping. The YAML decoder
+// compares every key of a mapping with every other, so a mapping of
+// 100,000 keys (a megabyte of them) would take minutes; Switchboard's
+// largest mapping has about fifteen.
+const maxMappingKeys = 1000
+
 // Load reads bots.yaml and users.yaml from dir, validates them and applies
-// defaults. When the files are readable but invalid, the error is Errors
-// listing every problem of both files; when a file is missing or
-// unreadable, it is an I/O error wrapping the os error (errors.Is(err,
-// fs.ErrNotExist) works).
+// defaults. When the files are readable but invalid (or larger than
+// MaxFileSize), the error is Errors listing every problem of both files;
+// when a file is missing or unreadable, it is an I/O error wrapping the os
+// error (errors.Is(err, fs.ErrNotExist) works).
 func Load(dir string) (*Config, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -36,15 +49,71 @@ func Load(dir string) (*Config, error) {
 	}
 	// Read both files before parsing either, so a missing file is reported
 	// as such rather than after a page of validation errors.
-	botsData, err := os.ReadFile(filepath.Join(abs, BotsFile))
+	botsData, tooBig, err := readFile(abs, BotsFile)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", BotsFile, err)
+		return nil, err
 	}
-	usersData, err := os.ReadFile(filepath.Join(abs, UsersFile))
+	usersData, usersTooBig, err := readFile(abs, UsersFile)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", UsersFile, err)
+		return nil, err
+	}
+	if tooBig = append(tooBig, usersTooBig...); len(tooBig) > 0 {
+		return nil, tooBig
 	}
 	return parse(abs, botsData, usersData)
+}
+
+// LoadContext is Load, returning ctx's error as soon as ctx ends. A load
+// still running then is left to finish on its own: parsing cannot be
+// interrupted, but MaxFileSize bounds it, and its result is dropped.
+func LoadContext(ctx context.Context, dir string) (*Config, error) {
+	type result struct {
+		cfg *Config
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cfg, err := Load(dir)
+		done <- result{cfg, err}
+	}()
+	select {
+	case r := <-done:
+		return r.cfg, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("load %s: %w", dir, ctx.Err())
+	}
+}
+
+// readFile reads one configuration file of dir. A file larger than
+// MaxFileSize is not read: the problem is returned as Errors.
+func readFile(dir, name string) ([]byte, Errors, error) {
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, Errors{{File: name, Message: "not a regular file"}}, nil
+	}
+	tooBig := func(size string) Errors {
+		return Errors{{File: name, Message: fmt.Sprintf("the file is %s, over the limit of 1 MiB (%d bytes); it was not read", size, MaxFileSize)}}
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, tooBig(fmt.Sprintf("%d bytes", fi.Size())), nil
+	}
+	// The file may grow after Stat: read one byte past the limit at most.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, tooBig(fmt.Sprintf("at least %d bytes", len(data))), nil
+	}
+	return data, nil, nil
 }
 
 // botsDoc is the top level of bots.yaml.
@@ -85,7 +154,7 @@ func decodeFile(file string, data []byte, out any) *report {
 		return r
 	}
 	checkShape(r, root, reflect.TypeOf(out).Elem())
-	if slices.Contains(r.structural, "") {
+	if r.structural[""] {
 		return r // the document as a whole is unusable
 	}
 	// Viper decodes the same bytes we parsed, rather than rereading the
@@ -100,6 +169,8 @@ func decodeFile(file string, data []byte, out any) *report {
 		return r
 	}
 	err := v.Unmarshal(out, func(dc *mapstructure.DecoderConfig) {
+		// Viper's own hooks, with durations of days.
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, mapstructure.StringToSliceHookFunc(","))
 		dc.TagName = "yaml"
 		dc.ErrorUnused = true
 		dc.WeaklyTypedInput = false
@@ -142,6 +213,10 @@ func parseYAML(r *report, data []byte) (root *yaml.Node, ok bool) {
 		r.structuralf("", yamlLine(err), "%s", yamlMessage(err))
 		return nil, false
 	}
+	if n := bigMapping(&doc); n != nil {
+		r.structuralf("", n.Line, "a mapping of %d keys; at most %d are allowed in one mapping", len(n.Content)/2, maxMappingKeys)
+		return nil, false
+	}
 	root = &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
@@ -151,6 +226,21 @@ func parseYAML(r *report, data []byte) (root *yaml.Node, ok bool) {
 		return nil, false
 	}
 	return root, true
+}
+
+// bigMapping returns the first mapping under n with more than
+// maxMappingKeys keys, or nil. Aliases are not followed: what they name
+// is walked where it is written.
+func bigMapping(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.MappingNode && len(n.Content)/2 > maxMappingKeys {
+		return n
+	}
+	for _, c := range n.Content {
+		if big := bigMapping(c); big != nil {
+			return big
+		}
+	}
+	return nil
 }
 
 // yamlLineRE finds the line number in a go-yaml error message.

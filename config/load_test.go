@@ -25,6 +25,7 @@ func TestLoadFullSpecConfig(t *testing.T) {
 			MaxConnectionsPerIP: 100, MaxMessagesPerSecondPerPerson: 5, MaxMessagesPerSecondPerIP: 2},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
 		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0.35, Cooldown: 6 * time.Hour},
+		Retention:  Retention{Anonymous: 30 * 24 * time.Hour},
 	}
 	if !reflect.DeepEqual(cfg.Gateway, wantGateway) {
 		t.Errorf("Gateway = %+v\nwant %+v", cfg.Gateway, wantGateway)
@@ -109,6 +110,7 @@ bots:
 		Web:        WebSettings{MaxConnectionsPerIP: 100, MaxMessagesPerSecondPerPerson: 5, MaxMessagesPerSecondPerIP: 0},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
 		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0, Cooldown: 6 * time.Hour},
+		Retention:  Retention{Anonymous: DefaultRetentionAnonymous},
 	}
 	if !reflect.DeepEqual(cfg.Gateway, want) {
 		t.Errorf("Gateway = %+v\nwant %+v", cfg.Gateway, want)

@@ -86,12 +86,12 @@ func (c *shapeChecker) scalar(n *yaml.Node, path, want string, tags ...string) {
 	}
 }
 
-// duration accepts a string time.ParseDuration understands, or a bare 0.
+// duration accepts a string ParseDuration understands, or a bare 0.
 func (c *shapeChecker) duration(n *yaml.Node, path string) {
 	if n.Kind == yaml.ScalarNode {
 		switch n.ShortTag() {
 		case "!!str":
-			if _, err := time.ParseDuration(n.Value); err == nil {
+			if _, err := ParseDuration(n.Value); err == nil {
 				return
 			}
 		case "!!int":
@@ -100,7 +100,7 @@ func (c *shapeChecker) duration(n *yaml.Node, path string) {
 			}
 		}
 	}
-	c.wrong(n, path, `a duration such as "30s", "5m" or "6h"`)
+	c.wrong(n, path, `a duration such as "30s", "5m", "6h" or "30d"`)
 }
 
 // wrong reports that n is not the wanted kind of value.

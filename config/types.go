@@ -67,6 +67,19 @@ type Gateway struct {
 	Delegation DelegationLimits `yaml:"delegation"`
 	// Crossbot holds the limits on bot-to-bot talk in shared groups.
 	Crossbot CrossbotLimits `yaml:"crossbot"`
+	// Retention says how long data is kept.
+	Retention Retention `yaml:"retention"`
+}
+
+// Retention is gateway.retention (SPEC §12). Durations accept days:
+// "30d", "1d12h".
+type Retention struct {
+	// Anonymous is how long an anonymous web visitor's data is kept after
+	// their last message (default 30d); 0 keeps it forever.
+	Anonymous time.Duration `yaml:"anonymous"`
+	// Messages is how long anyone's messages are kept (default 0:
+	// forever); sessions, chats and delegation records stay.
+	Messages time.Duration `yaml:"messages"`
 }
 
 // WebSettings is gateway.web.

@@ -66,6 +66,8 @@ func validateGateway(r *report, g *Gateway) {
 	if !(c.ResponseChance >= 0 && c.ResponseChance <= 1) {
 		r.errorf("gateway.crossbot.response_chance", "must be between 0 and 1, got %v", c.ResponseChance)
 	}
+	atLeast(r, "gateway.retention.anonymous", g.Retention.Anonymous, 0)
+	atLeast(r, "gateway.retention.messages", g.Retention.Messages, 0)
 }
 
 // validateNames reports a name or alias that addresses two different bots,

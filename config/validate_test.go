@@ -220,6 +220,21 @@ func TestLoadErrors(t *testing.T) {
 			key: "gateway.delegation.cooldown", line: 3, msg: "must not be negative, got -5s",
 		},
 		{
+			name: "negative retention",
+			file: BotsFile, yaml: "gateway:\n  retention:\n    messages: -1d\n" + minimalBots,
+			key: "gateway.retention.messages", line: 3, msg: "must not be negative, got -24h0m0s",
+		},
+		{
+			name: "retention not a duration",
+			file: BotsFile, yaml: "gateway:\n  retention:\n    anonymous: 30 days\n" + minimalBots,
+			key: "gateway.retention.anonymous", line: 3, msg: `expected a duration such as "30s", "5m", "6h" or "30d"`,
+		},
+		{
+			name: "a mapping of too many keys",
+			file: BotsFile, yaml: "gateway:\n  web:\n    secret_env: X\n" + strings.Repeat("    k: 1\n", 1001) + minimalBots,
+			line: 3, msg: "a mapping of 1002 keys; at most 1000 are allowed in one mapping",
+		},
+		{
 			name: "response chance above 1",
 			file: BotsFile, yaml: "gateway:\n  crossbot:\n    response_chance: 1.5\n" + minimalBots,
 			key: "gateway.crossbot.response_chance", line: 3, msg: "between 0 and 1",

@@ -33,28 +33,35 @@ const (
 // the watcher (see dirwatch_linux.go). Viper's own WatchConfig is not
 // used: it watches one file, cannot be stopped, and rereads into state the
 // validation cannot trust mid-write.
+//
+// An edit is loaded on a goroutine of its own, so that Run returns as soon
+// as its context ends even while a file is being parsed (parsing cannot
+// be interrupted; MaxFileSize bounds it): shutting down never waits for
+// a parse.
 type Watcher struct {
 	dir     string
 	logger  *slog.Logger
 	current atomic.Pointer[Config]
 	running atomic.Bool
+	// load is Load; tests make it slow.
+	load func(dir string) (*Config, error)
 
 	mu          sync.Mutex
 	subscribers []func(old, new *Config)
 }
 
 // NewWatcher loads dir once and returns a Watcher holding the result, or
-// Load's error. Call Run to start watching. A nil logger means
-// slog.Default().
-func NewWatcher(dir string, logger *slog.Logger) (*Watcher, error) {
-	cfg, err := Load(dir)
+// Load's error, or ctx's if it ends first (see LoadContext). Call Run to
+// start watching. A nil logger means slog.Default().
+func NewWatcher(ctx context.Context, dir string, logger *slog.Logger) (*Watcher, error) {
+	cfg, err := LoadContext(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	w := &Watcher{dir: cfg.Dir, logger: logger}
+	w := &Watcher{dir: cfg.Dir, logger: logger, load: Load}
 	w.current.Store(cfg)
 	return w, nil
 }
@@ -73,9 +80,10 @@ func (w *Watcher) Subscribe(fn func(old, new *Config)) {
 }
 
 // Run watches the directory until ctx ends, then returns nil after its
-// goroutines have exited. It returns an error if watching cannot start or
-// Run is already running. Edits made between NewWatcher and Run are picked
-// up when Run starts.
+// goroutines have exited, except a load under way, which is abandoned:
+// it ends on its own and its result is dropped. It returns an error if
+// watching cannot start or Run is already running. Edits made between
+// NewWatcher and Run are picked up when Run starts.
 func (w *Watcher) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("config watcher: already running")
@@ -86,6 +94,22 @@ func (w *Watcher) Run(ctx context.Context) error {
 		return fmt.Errorf("config watcher: %w", err)
 	}
 	defer fw.Close() // waits for the watcher's goroutines to exit
+
+	// One load at a time: a change seen during a load is loaded after it.
+	type loaded struct {
+		cfg *Config
+		err error
+	}
+	results := make(chan loaded, 1) // never blocks an abandoned load
+	loading, again := false, false
+	startLoad := func() {
+		loading = true
+		w.logger.Debug("config change seen; loading it", "dir", w.dir)
+		go func() {
+			cfg, err := w.load(w.dir)
+			results <- loaded{cfg, err}
+		}()
+	}
 
 	// The timer starts armed, for the edits made before Run.
 	timer := time.NewTimer(debounceQuiet)
@@ -121,7 +145,18 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		case <-timer.C:
 			pendingSince = time.Time{}
-			w.reload()
+			if loading {
+				again = true
+			} else {
+				startLoad()
+			}
+		case r := <-results:
+			loading = false
+			w.publish(r.cfg, r.err)
+			if again {
+				again = false
+				startLoad()
+			}
 		}
 	}
 }
@@ -136,13 +171,12 @@ func relevant(name string) bool {
 	return false
 }
 
-// reload loads both files afresh and publishes the result if it is valid
-// and differs from the current Config.
-func (w *Watcher) reload() {
-	cfg, err := Load(w.dir)
+// publish replaces the current Config with cfg, the result of loading
+// the files afresh, if it is valid (err is nil) and differs from it.
+func (w *Watcher) publish(cfg *Config, err error) {
 	if err != nil {
 		w.logger.Warn("config edit rejected; keeping the last good configuration",
-			"dir", w.dir, "errors", oneLine(err))
+			"dir", w.dir, "errors", summary(err))
 		return
 	}
 	old := w.Current()
@@ -167,7 +201,19 @@ func (w *Watcher) reload() {
 	}
 }
 
-// oneLine joins a Load error's lines with "; " for a single log line.
-func oneLine(err error) string {
+// maxLoggedErrors bounds the problems a rejected edit logs: a broken
+// file can have thousands.
+const maxLoggedErrors = 20
+
+// summary is a Load error on one line, its problems joined with "; ",
+// the first maxLoggedErrors of them.
+func summary(err error) string {
+	var errs Errors
+	if errors.As(err, &errs) && len(errs) > maxLoggedErrors {
+		more := len(errs) - maxLoggedErrors
+		errs = append(Errors(nil), errs...)
+		errs.sort()
+		return fmt.Sprintf("%s; and %d more", strings.ReplaceAll(errs[:maxLoggedErrors].Error(), "\n", "; "), more)
+	}
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +26,7 @@ func startWatcher(t *testing.T) (*Watcher, string, *logBuffer) {
 	t.Helper()
 	dir := writeDir(t, botsNamed("Old"), minimalUsers)
 	logs := &logBuffer{}
-	w, err := NewWatcher(dir, slog.New(slog.NewTextHandler(logs, nil)))
+	w, err := NewWatcher(context.Background(), dir, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +195,85 @@ func TestWatcherSubscribers(t *testing.T) {
 
 // TestNewWatcherInvalid checks that NewWatcher refuses an invalid start.
 func TestNewWatcherInvalid(t *testing.T) {
-	_, err := NewWatcher(writeDir(t, "", minimalUsers), nil)
+	_, err := NewWatcher(context.Background(), writeDir(t, "", minimalUsers), nil)
 	if err == nil || err.Error() != "bots.yaml: file is empty" {
 		t.Fatalf("NewWatcher = %v, want the Load error", err)
+	}
+}
+
+// TestWatcherRefusesLargeEdit: an edit that makes bots.yaml 2 MiB is
+// refused unread, quickly (a 55 MB edit once took over a minute and a
+// gigabyte), with a log line naming the file and the limit; the last
+// good configuration stays.
+func TestWatcherRefusesLargeEdit(t *testing.T) {
+	w, dir, logs := startWatcher(t)
+	old := w.Current()
+	start := time.Now()
+	writeFile(t, filepath.Join(dir, BotsFile), botsNamed("Huge")+"# "+strings.Repeat("x", 2<<20)+"\n")
+	// Generous: the debounce is 100 ms, reading nothing takes no time.
+	if !waitFor(2*time.Second, func() bool {
+		return logs.contains("level=WARN", "edit rejected", "bots.yaml: the file is", "over the limit of 1 MiB")
+	}) {
+		t.Fatalf("no rejection within 2s; log:\n%s", logs)
+	}
+	t.Logf("refused after %v", time.Since(start))
+	if w.Current() != old {
+		t.Error("config replaced by the refused edit")
+	}
+}
+
+// TestWatcherRunReturnsDuringALoad: Run returns as soon as its context
+// ends, even while a load it started has not finished (here one that
+// never does until the test ends, as a parse cannot be interrupted).
+func TestWatcherRunReturnsDuringALoad(t *testing.T) {
+	dir := writeDir(t, botsNamed("Old"), minimalUsers)
+	w, err := NewWatcher(context.Background(), dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	w.load = func(dir string) (*Config, error) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-release
+		return Load(dir)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	writeFile(t, filepath.Join(dir, BotsFile), botsNamed("New"))
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the edit was never loaded")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(10 * time.Second): // SPEC: shutdown within 10 s
+		t.Fatal("Run still waits for the load 10s after its context ended")
+	}
+	if botName(w) != "Old" {
+		t.Errorf("an abandoned load was published")
+	}
+}
+
+// TestWatcherLogsAFewOfManyErrors: a rejected edit with thousands of
+// problems logs the first ones and how many more there are.
+func TestWatcherLogsAFewOfManyErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("bots:\n")
+	for i := range 100 {
+		fmt.Fprintf(&b, "  - {id: b%d, colour: red, brain: {kind: script, default: hi}}\n", i)
+	}
+	got := summary(loadErrors(t, writeDir(t, b.String(), minimalUsers)))
+	if !strings.HasSuffix(got, "; and 80 more") || strings.Count(got, "unknown key") != maxLoggedErrors {
+		t.Errorf("summary = %q", got)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/web"
+	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
@@ -73,6 +74,7 @@ type Main struct {
 	discord  *discord.Platform
 	telegram *telegram.Platform
 	brains   brainSet
+	retain   *retention.Job
 	srv      *http.Server
 	ln       net.Listener
 
@@ -98,13 +100,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	m.watcher, err = config.NewWatcher(m.ConfigDir, m.Logger)
+	m.watcher, err = config.NewWatcher(ctx, m.ConfigDir, m.Logger)
 	if err != nil {
 		return err
 	}
 	cfg := m.watcher.Current()
 
-	m.store, err = sqlite.Open(ctx, cfg.DatabasePath())
+	m.store, err = sqlite.Open(ctx, cfg.DatabasePath(), sqlite.WithLogger(m.Logger))
 	if err != nil {
 		return err
 	}
@@ -114,6 +116,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 
 	m.obs = newObserver()
+	m.retain = retention.NewJob(m.store, retentionPolicy(cfg), retention.Options{Logger: m.Logger})
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs})
 	m.obs.gauge(m.gw.QueueDepth)
 	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
@@ -159,6 +162,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("discord platform", func() error { return m.discord.Run(runCtx, m.gw) })
 	m.goRun("telegram platform", func() error { return m.telegram.Run(runCtx, m.gw) })
 	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
+	m.goRun("retention", func() error { return m.retain.Run(runCtx) })
 	m.watcher.Subscribe(m.reload)
 	if err := m.gw.Start(ctx); err != nil {
 		return err

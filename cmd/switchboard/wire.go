@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
+	"github.com/switchboard-chat/switchboard/retention"
 )
 
 // apply turns a validated configuration into the gateway's roster and user
@@ -43,7 +44,21 @@ func (m *Main) apply(cfg *config.Config) error {
 	if m.telegram != nil {
 		m.telegram.Configure(telegramBots(cfg))
 	}
+	m.retain.Configure(retentionPolicy(cfg))
 	return nil
+}
+
+// retentionPolicy is gateway.retention, with the identities users.yaml
+// lists: nothing of theirs is deleted as an anonymous visitor's.
+func retentionPolicy(cfg *config.Config) retention.Policy {
+	listed := map[string]bool{}
+	for _, u := range cfg.Users.Users {
+		for _, id := range u.Identities {
+			listed[id] = true
+		}
+	}
+	r := cfg.Gateway.Retention
+	return retention.Policy{Anonymous: r.Anonymous, Messages: r.Messages, Listed: func(id string) bool { return listed[id] }}
 }
 
 // reload is the config watcher's subscriber: a valid edit takes effect

@@ -1,6 +1,6 @@
 // Package deptest keeps Switchboard's dependencies pointing inward. Each
 // package may import only the project's packages listed for it: the core
-// (chat, identity, delegation, outbox, sessions, gateway) knows no
+// (chat, identity, delegation, outbox, sessions, gateway, retention) knows no
 // platform, brain kind, store or config loader, and sessions and the
 // outbox know no store; adapters, brains and stores know the core's
 // types. The core also imports no SQL driver, config library or
@@ -28,8 +28,9 @@ var allowed = map[string][]string{
 	"outbox":             {"chat", "delegation"},
 	"sessions":           {"chat", "delegation", "outbox"},
 	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions"},
-	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "sessions"},
-	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "sessions"},
+	"retention":          nil,
+	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
+	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
 	"api":                {"chat", "delegation", "gateway", "identity", "sessions"},
 	"platforms/web":      {"chat", "delegation", "gateway", "outbox"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
@@ -42,7 +43,7 @@ var allowed = map[string][]string{
 
 // core lists the packages that must stay free of drivers and libraries of
 // the outside world, which forbiddenOutside names.
-var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains"}
+var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention"}
 
 var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",

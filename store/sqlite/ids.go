@@ -45,6 +45,30 @@ func (c *ids) merge(o *ids) {
 	}
 }
 
+// drop forgets what o holds, and who takes part in the conversations o
+// holds.
+func (c *ids) drop(o *ids) {
+	gone := map[int64]bool{}
+	for k, id := range o.convs {
+		delete(c.convs, k)
+		gone[id] = true
+	}
+	for k := range o.sessions {
+		delete(c.sessions, k)
+	}
+	for k := range o.members {
+		delete(c.members, k)
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for k := range c.members {
+		if gone[k.conv] {
+			delete(c.members, k)
+		}
+	}
+}
+
 // noIDs is what a transaction on a reader knows: nothing. It is never
 // written.
 var noIDs = newIDs()
@@ -56,6 +80,15 @@ func (t *txn) known() *ids {
 		return noIDs
 	}
 	return t.s.ids
+}
+
+// forget records that the write deleted rows ids may remember: they are
+// forgotten once it ends (see Store.writeAlone).
+func (t *txn) forget() *ids {
+	if t.forgot == nil {
+		t.forgot = newIDs()
+	}
+	return t.forgot
 }
 
 // learned returns the write's own ids, made when it first learns

@@ -12,8 +12,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
-	"os"
 	"sync"
 	"time"
 
@@ -34,13 +34,16 @@ var (
 type Store struct {
 	// Writes run on wc, the one connection of w, with the statements
 	// prepared on it, all on writeLoop's goroutine (writer.go).
-	w       *sql.DB
-	wc      *sql.Conn
-	wstmts  map[string]*sql.Stmt
-	ids     *ids
-	writes  chan writeReq
-	quit    chan struct{}
-	stopped chan struct{}
+	w      *sql.DB
+	wc     *sql.Conn
+	wstmts map[string]*sql.Stmt
+	ids    *ids
+	// checksOff is set when a write alone left foreign key checks off
+	// (writer.go).
+	checksOff bool
+	writes    chan writeReq
+	quit      chan struct{}
+	stopped   chan struct{}
 
 	ck           *sql.DB // the checkpointer's connection (checkpoint.go)
 	checkpointed chan struct{}
@@ -49,6 +52,9 @@ type Store struct {
 	rmu    sync.Mutex
 	rstmts map[string]*sql.Stmt
 
+	// sweepMu keeps retention's deletions one at a time.
+	sweepMu sync.Mutex
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -56,9 +62,16 @@ type Store struct {
 // readers is the size of the read pool.
 const readers = 4
 
-// Open opens (creating if needed) the database at path, migrates it and
-// makes the file readable by its owner only.
-func Open(ctx context.Context, path string) (*Store, error) {
+// Open opens (creating if needed) the database at path and migrates it.
+// The database's files are its owner's alone (mode 0600, see files.go).
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := secureFiles(path, o.logger); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", "5000")
@@ -81,10 +94,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		checkpointed: make(chan struct{}),
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.closeWriter()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.closeWriter()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -162,6 +171,8 @@ type txn struct {
 	unprepared []string
 	// learnt is what a write learned of the rows ids remembers.
 	learnt *ids
+	// forgot is what a write deleted of the rows ids remembers.
+	forgot *ids
 }
 
 // read runs fn in a read transaction on a reader connection: its reads

@@ -21,6 +21,7 @@ func TestContract(t *testing.T) {
 			}
 			return open(t, path)
 		},
+		Check: func(t *testing.T, s storetest.Store) { sqlite.Check(t, s.(*store).Store) },
 	})
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -31,7 +32,10 @@ type writeReq struct {
 	ctx  context.Context
 	fn   func(*txn) error
 	view bool
-	done chan error
+	// alone runs the write in a transaction of its own, with foreign
+	// keys off (see writeAlone).
+	alone bool
+	done  chan error
 }
 
 // write runs fn in a write transaction: when write returns nil, all of fn
@@ -39,6 +43,51 @@ type writeReq struct {
 // other writes; it must not keep the txn.
 func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 	return s.queue(writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// writeAlone runs fn in a write transaction of its own, with SQLite's
+// foreign key checks off, for deletions (retention.go): SQLite checks
+// the deletion of a row by looking for the rows that refer to it, and
+// most references (a message's session links, turns, outbox entries)
+// have no index to look them up by, so every deleted message would cost
+// a scan of each of those tables. fn must itself delete or update every
+// row that refers to what it deletes. What fn forgets of the rows ids
+// remembers (txn.forget) is forgotten once it has committed.
+func (s *Store) writeAlone(ctx context.Context, fn func(*txn) error) error {
+	return s.queue(writeReq{ctx: ctx, fn: fn, alone: true, done: make(chan error, 1)})
+}
+
+// commitAlone runs one writeAlone write.
+func (s *Store) commitAlone(r writeReq) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	// Outside a transaction: SQLite ignores the pragma inside one.
+	if err := s.exec("PRAGMA foreign_keys = OFF"); err != nil {
+		return err
+	}
+	t := &txn{ctx: context.WithoutCancel(r.ctx), s: s}
+	err := s.exec("BEGIN IMMEDIATE")
+	if err == nil {
+		if err = r.fn(t); err == nil {
+			err = s.exec("COMMIT")
+		}
+		if err != nil && s.inTransaction() {
+			s.exec("ROLLBACK")
+		}
+	}
+	// The writer's other writes rely on the checks: if they cannot be
+	// turned on again, no write may run until they are (see commit).
+	if ferr := s.exec("PRAGMA foreign_keys = ON"); ferr != nil {
+		s.checksOff = true
+		err = errors.Join(err, ferr)
+	}
+	if t.forgot != nil {
+		// Forgotten whether or not the write committed: a cache that
+		// forgets too much only looks up again.
+		s.ids.drop(t.forgot)
+	}
+	return err
 }
 
 // queue hands req to the writer and waits for its answer.
@@ -81,17 +130,42 @@ func (s *Store) writeLoop() {
 	}
 }
 
-// commit runs a batch in one transaction: its views first, then its
-// writes.
+// commit runs a batch: its views and writes in one transaction, views
+// first, then each of its writes alone (see writeAlone).
 func (s *Store) commit(batch []writeReq) {
-	var writes, views []writeReq
+	if s.checksOff {
+		// A write alone could not turn the checks back on (see
+		// commitAlone): no write runs without them.
+		err := s.exec("PRAGMA foreign_keys = ON")
+		if err != nil {
+			for _, r := range batch {
+				r.done <- fmt.Errorf("store: foreign key checks are off and cannot be turned on: %w", err)
+			}
+			return
+		}
+		s.checksOff = false
+	}
+	var writes, views, alone []writeReq
 	for _, r := range batch {
-		if r.view {
+		switch {
+		case r.view:
 			views = append(views, r)
-		} else {
+		case r.alone:
+			alone = append(alone, r)
+		default:
 			writes = append(writes, r)
 		}
 	}
+	if len(views)+len(writes) > 0 {
+		s.commitShared(views, writes)
+	}
+	for _, r := range alone {
+		r.done <- s.commitAlone(r)
+	}
+}
+
+// commitShared runs views and writes in one transaction.
+func (s *Store) commitShared(views, writes []writeReq) {
 	begin := "BEGIN"
 	if len(writes) > 0 {
 		begin = "BEGIN IMMEDIATE"

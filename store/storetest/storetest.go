@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/outbox"
+	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/sessions"
 )
 
@@ -19,6 +20,7 @@ type Store interface {
 	gateway.Store
 	gateway.SessionStore
 	outbox.Store
+	retention.Store
 	// GetSession returns the session with id, or an error wrapping
 	// sessions.ErrNotFound.
 	GetSession(ctx context.Context, id string) (sessions.Session, error)
@@ -37,6 +39,9 @@ type Factory struct {
 	New func(t *testing.T) Store
 	// Reopen closes s and opens the same data again, as a restart does.
 	Reopen func(t *testing.T, s Store) Store
+	// Check, if set, checks what the contract cannot see of s after it
+	// deleted data (for SQLite: that no row refers to a deleted one).
+	Check func(t *testing.T, s Store)
 }
 
 // Run runs the whole contract.
@@ -64,6 +69,8 @@ func Run(t *testing.T, f Factory) {
 		{"Sessions", testSessions},
 		{"Secret", testSecret},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"RetentionVisitors", testRetentionVisitors},
+		{"RetentionMessages", testRetentionMessages},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })

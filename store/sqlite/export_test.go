@@ -1,0 +1,4 @@
+package sqlite
+
+// Check is CheckIntegrity for the package's external tests.
+var Check = CheckIntegrity
