@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -273,24 +272,6 @@ func randomHex(t *testing.T) string {
 	return hex.EncodeToString(b[:])
 }
 
-// lockedBuffer is a log destination safe for the gateway's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestHostileSessionID: a CLI that prints a session_id made to read as a
 // flag gets the bot's apology, a logged reason, and never that flag on a
 // later command line.
@@ -315,7 +296,7 @@ bots:
 `, cli)
 	os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots), 0o644)
 	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte("users: []\n"), 0o644)
-	var logs lockedBuffer
+	var logs processOutput
 	m := &Main{ConfigDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatal(err)
