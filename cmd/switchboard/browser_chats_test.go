@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,14 +53,12 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 func texts(t *testing.T, ctx context.Context, selector string) []string {
 	t.Helper()
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
-		`[...document.querySelectorAll(`+jsString(selector)+`)].map((e) => e.textContent.trim())`))
+		`[...document.querySelectorAll(`+strconv.Quote(selector)+`)].map((e) => e.textContent.trim())`))
 	if err != nil {
 		t.Fatalf("texts of %s: %v", selector, err)
 	}
 	return got
 }
-
-func jsString(s string) string { return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `'`, `\'`) + "'" }
 
 // A private chat holds the whole session with its bot, a room exchange
 // too: after a reload of the page, what was said in the room shows in the
