@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/sessions"
 )
 
@@ -31,9 +32,13 @@ func (g *Gateway) Bots(platform string) []BotInfo {
 	return out
 }
 
-// Resolve implements Host.
+// Resolve implements Host. An unlisted anonymous web visitor is named
+// by identity.GuestName.
 func (g *Gateway) Resolve(platformID string) UserRef {
-	u, _ := g.users.Load().Resolve(platformID)
+	u, listed := g.users.Load().Resolve(platformID)
+	if !listed {
+		u.Name, _ = identity.GuestName(platformID)
+	}
 	return UserRef{ID: u.ID, Name: u.Name}
 }
 

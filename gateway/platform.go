@@ -45,6 +45,16 @@ type DelegationWatcher interface {
 	DelegationChanged(ref delegation.Ref, platformIDs []string)
 }
 
+// RosterWatcher is implemented by platforms that show the bots live (the
+// web widget's bots frame). The gateway calls RosterChanged with the
+// platform's bots, as Host.Bots lists them, each time it publishes a new
+// roster (a configuration reload), after Bots answers with them; most
+// reloads leave a platform's list as it was, which the watcher checks.
+// RosterChanged must not block.
+type RosterWatcher interface {
+	RosterChanged(bots []BotInfo)
+}
+
 // Host is the gateway as seen by a platform adapter.
 type Host interface {
 	// Deliver stores ev and wakes the sessions of the turns it asks for.
@@ -57,7 +67,8 @@ type Host interface {
 	// Bots lists the bots present on platform, in configuration order.
 	Bots(platform string) []BotInfo
 	// Resolve maps a platform ID to the person it belongs to (for
-	// non-public bots).
+	// non-public bots). The name is users.yaml's, an anonymous web
+	// visitor's guest name (identity.GuestName), or empty.
 	Resolve(platformID string) UserRef
 	// SessionHistory returns the recent chat messages of the session
 	// between platformID's person and bot, oldest first, without

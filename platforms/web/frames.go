@@ -164,9 +164,14 @@ type ackFrame struct {
 }
 
 type messageFrame struct {
-	Type       string          `json:"type"`
-	ID         int64           `json:"id"`
-	Chat       string          `json:"chat"`
+	Type string `json:"type"`
+	ID   int64  `json:"id"`
+	Chat string `json:"chat"`
+	// Platform is where the message was said when that is not the web
+	// (a session's history spans platforms); ChatType is "group" when it
+	// was said in a group chat or room. Both are left out otherwise.
+	Platform   string          `json:"platform,omitempty"`
+	ChatType   string          `json:"chat_type,omitempty"`
 	Bot        string          `json:"bot,omitempty"`
 	From       chat.Party      `json:"from"`
 	Text       string          `json:"text"`
@@ -201,8 +206,21 @@ type errorFrame struct {
 
 // frameOf renders a stored message for the widget.
 func frameOf(m chat.Message) messageFrame {
-	return messageFrame{
-		Type: "message", ID: m.ID, Chat: m.ChatID, Bot: m.Bot, From: m.From,
+	f := messageFrame{
+		Type: "message", ID: m.ID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot, From: m.From,
 		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano),
 	}
+	if m.Platform != gateway.PlatformWeb {
+		f.Platform = m.Platform
+	}
+	return f
+}
+
+// chatTypeField is a message frame's chat_type: "group" for a group chat,
+// nothing for a private one.
+func chatTypeField(t chat.Type) string {
+	if t == chat.Group {
+		return string(chat.Group)
+	}
+	return ""
 }

@@ -69,6 +69,8 @@ type Adapter struct {
 	// frames across connections.
 	slots    addrSlots
 	messages messageLimits
+	// roster is the web's bots as the connections know them.
+	roster roster
 
 	mu     sync.RWMutex
 	byUser map[string]map[*conn]struct{} // platform ID → connections
@@ -134,6 +136,7 @@ func (a *Adapter) MaxParked() time.Duration { return undeliveredKeep }
 // then closes every connection itself (http.Server.Shutdown does not close
 // hijacked connections) and waits for their goroutines.
 func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
+	a.RosterChanged(host.Bots(gateway.PlatformWeb)) // before any connection
 	a.host.Store(&hostRef{host})
 	close(a.ready)
 	<-ctx.Done()
@@ -312,8 +315,8 @@ func (a *Adapter) Send(ctx context.Context, m outbox.Entry) (string, error) {
 		return "", sendOutcome(0, group)
 	}
 	f := messageFrame{
-		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
-		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+		Type: "message", ID: m.MessageID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot,
+		From: m.From, Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
 	}
 	written := make(chan error, len(conns))
 	for _, c := range conns {

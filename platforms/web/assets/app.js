@@ -11,6 +11,7 @@
 
   const TOKEN_KEY = 'switchboard.token';        // anonymous resume token (hello.token)
   const ROOMS_KEY = 'switchboard.rooms.';       // + platform_id: rooms are not in hello, so remember them
+  const ELSEWHERE_KEY = 'switchboard.elsewhere'; // 'hidden': private chats leave out what was said elsewhere
   const HISTORY_LIMIT = 50;
   const TYPING_TTL_MS = 6000;                   // server repeats `typing` every 4 s; allow one miss
   const BACKOFF_BASE_MS = 500;
@@ -38,6 +39,8 @@
     user: null,                  // hello.user, e.g. user-bryan
     bots: [],                    // [{id,name}] in hello order
     botsById: new Map(),
+    goneBots: new Map(),         // id -> name: bots a config reload removed while this page was open
+    showElsewhere: true,         // private chats show (labelled) what was said in rooms and on other platforms
     rooms: new Map(),            // name -> {name, bots:[id], open:boolean, joined:boolean}
     convs: new Map(),            // key ('b:<bot>' | 'r:<room>') -> conversation
     current: null,               // key of the open conversation
@@ -103,7 +106,7 @@
 
   function botName(id) {
     const b = state.botsById.get(id);
-    return (b && b.name) || id || 'Bot';
+    return (b && b.name) || state.goneBots.get(id) || id || 'Bot';
   }
 
   function newClientId() {
@@ -346,6 +349,7 @@
       case 'typing': onTyping(f); break;
       case 'delegation': upsertDelegation(f, true); break;
       case 'history': onHistory(f); break;
+      case 'bots': onBots(f); break;
       case 'error': onError(f); break;
       default: break; // forward compatible: ignore unknown frames
     }
@@ -398,7 +402,8 @@
   }
 
   function conversationExists(conv) {
-    return conv.kind === 'bot' ? state.botsById.has(conv.id) : state.rooms.has(conv.id);
+    if (conv.kind !== 'bot') return state.rooms.has(conv.id);
+    return state.botsById.has(conv.id) || (botGone(conv.id) && keepGone(conv.id));
   }
 
   function onJoined(f) {
@@ -452,7 +457,7 @@
   function onMessage(f) {
     const m = normalizeMessage(f);
     if (!m) return;
-    const conv = convForChat(m.chat, m.bot);
+    const conv = convForChat(m.chat, m.bot, m.chatType === 'group');
     if (!conv) return;
     if (conv.kind === 'bot') ensureBot(conv.id, m.from.kind !== 'human' ? m.from.name : null);
     const key = String(m.id);
@@ -502,7 +507,7 @@
       if (m) conv.msgs.set(String(m.id), m);
     }
     dropDeliveredLocals(conv);
-    const items = orderedItems(conv);
+    const items = visibleItems(conv);
     conv.last = items.length ? items[items.length - 1] : null;
     updateSideItem(conv);
     if (state.current === conv.key) renderMessages(wasLoaded);
@@ -584,15 +589,16 @@
   }
 
   // Which pane a chat ID belongs to (SPEC §3/§7): `<platform_id>:<bot>` is the
-  // private chat with that bot, anything else is a room name.
-  function convForChat(chat, bot) {
+  // private chat with that bot, anything else is a room name. `group`: the
+  // frame said so (chat_type), whatever the name looks like.
+  function convForChat(chat, bot, group) {
     chat = String(chat == null ? '' : chat);
     if (!chat) return bot ? getConv('bot', String(bot)) : null;
     const pid = state.platformId;
-    if (pid && chat.startsWith(pid + ':')) return getConv('bot', chat.slice(pid.length + 1));
+    if (!group && pid && chat.startsWith(pid + ':')) return getConv('bot', chat.slice(pid.length + 1));
     if (state.rooms.has(chat)) return getConv('room', chat);
     // The same session's private chat on another platform (history by bot spans platforms).
-    if (bot && chat.endsWith(':' + bot)) return getConv('bot', bot);
+    if (!group && bot && chat.endsWith(':' + bot)) return getConv('bot', bot);
     // A room we did not know about — joined from another tab, say.
     addRoom(chat, []);
     saveRooms();
@@ -618,6 +624,8 @@
     return {
       id: raw.id,
       chat: raw.chat,
+      platform: raw.platform ? String(raw.platform) : '',       // absent: the web
+      chatType: raw.chat_type === 'group' ? 'group' : '',
       bot: raw.bot || (kind === 'bot' ? from.id : undefined),
       from: { kind, id: from.id || (kind === 'bot' ? raw.bot : ''), name: from.name || '' },
       text: raw.text == null ? '' : String(raw.text),
@@ -645,6 +653,7 @@
     state.pending.clear();
     state.outbox = [];
     state.delegations.clear();
+    state.goneBots.clear();
     state.current = null;
     for (const b of sideItems.values()) b.remove();
     sideItems.clear();
@@ -655,7 +664,10 @@
 
   // --------------------------------------------------------------- bots/rooms
 
+  // The web's bots, from hello or a bots frame. A bot that was listed and
+  // is not any more is gone: its chat stays readable (see noteGoneBots).
   function setBots(list) {
+    const before = state.bots;
     state.bots = [];
     state.botsById = new Map();
     for (const b of list) {
@@ -664,12 +676,14 @@
       state.bots.push(bot);
       state.botsById.set(bot.id, bot);
     }
+    noteGoneBots(before);
     renderBotList();
   }
 
-  // A bot seen in a frame but not in hello (config changed): show it anyway.
+  // A bot seen in a frame but not in hello (config changed): show it anyway,
+  // unless a reload removed it (a reply it sent just before, say).
   function ensureBot(id, name) {
-    if (!id || state.botsById.has(id)) return;
+    if (!id || state.botsById.has(id) || state.goneBots.has(id)) return;
     const bot = { id, name: name || id };
     state.bots.push(bot);
     state.botsById.set(id, bot);
@@ -735,6 +749,7 @@
 
   function requestHistory(conv) {
     if (!conv || !conn.ready) return;
+    if (conv.kind === 'bot' && botGone(conv.id)) return; // the gateway no longer answers for it
     const f = conv.kind === 'bot'
       ? { type: 'history', bot: conv.id, limit: HISTORY_LIMIT }
       : { type: 'history', chat: conv.id, limit: HISTORY_LIMIT };
@@ -791,6 +806,10 @@
       sub.textContent = 'Private chat';
     }
 
+    const gone = conv.kind === 'bot' && botGone(conv.id);
+    b.classList.toggle('gone', gone);
+    if (gone) sub.textContent = 'No longer available';
+
     b.classList.toggle('unread', conv.unread > 0);
     b.querySelector('.unread-dot').textContent = conv.unread > 0 ? (conv.unread > 99 ? '99+' : String(conv.unread)) : '';
     b.setAttribute('aria-label', `${name}${conv.unread ? `, ${conv.unread} unread` : ''}`);
@@ -800,8 +819,11 @@
   }
 
   function renderBotList() {
-    const items = state.bots.map((bot) => {
-      const conv = getConv('bot', bot.id);
+    // Bots a reload removed stay listed, last, while there is something of
+    // theirs to read.
+    const ids = state.bots.map((bot) => bot.id).concat([...state.goneBots.keys()].filter(keepGone));
+    const items = ids.map((id) => {
+      const conv = getConv('bot', id);
       const b = sideItem(conv);
       updateSideItem(conv);
       const li = b.parentElement && b.parentElement.tagName === 'LI' ? b.parentElement : el('li');
@@ -810,7 +832,7 @@
     });
     // Drop conversations of bots that are gone from the config.
     for (const [key, b] of sideItems) {
-      if (key.startsWith('b:') && !state.botsById.has(key.slice(2))) { b.closest('li')?.remove(); sideItems.delete(key); }
+      if (key.startsWith('b:') && !ids.includes(key.slice(2))) { b.closest('li')?.remove(); sideItems.delete(key); }
     }
     dom.botList.replaceChildren(...items);
     dom.botEmpty.hidden = items.length > 0;
@@ -894,7 +916,7 @@
       dom.mentions.hidden = true;
       return;
     }
-    const av = convAvatar(conv);
+    const av = convAvatar(conv, conv.kind === 'bot' && botGone(conv.id) ? 'avatar-gone' : '');
     av.id = 'picker-avatar';
     dom.pickerAvatar.replaceWith(av);
     dom.pickerAvatar = av;
@@ -905,9 +927,9 @@
       dom.pickerSub.textContent = names.length ? `Room · ${names.join(', ')}` : 'Group room';
       dom.leaveRoom.hidden = false;
       dom.inviteRoom.hidden = false;
-      renderMentions(room ? room.bots : []);
+      renderMentions(room ? room.bots.filter((id) => !botGone(id)) : []);
     } else {
-      dom.pickerSub.textContent = 'Private chat';
+      dom.pickerSub.textContent = botGone(conv.id) ? 'No longer available' : 'Private chat';
       dom.leaveRoom.hidden = true;
       dom.inviteRoom.hidden = true;
       dom.mentions.hidden = true;
@@ -955,6 +977,7 @@
   function isContinuation(prev, m, conv) {
     if (!prev) return false;
     if (senderKey(prev, conv) !== senderKey(m, conv)) return false;
+    if (whereLabel(prev, conv) !== whereLabel(m, conv)) return false;
     const a = parseTime(prev.time), b = parseTime(m.time);
     if (!a || !b) return true;
     return dayKey(a) === dayKey(b) && Math.abs(b - a) < GROUP_WINDOW_MS;
@@ -975,7 +998,13 @@
     }
 
     const body = el('div', 'msg-body');
-    if (!self) body.append(el('div', 'msg-name', senderName(m)));
+    const name = self ? null : el('div', 'msg-name', senderName(m));
+    if (name) body.append(name);
+    const where = whereSaid(m, conv);
+    if (where) {
+      div.classList.add('msg-elsewhere');
+      (name || body).append(whereEl(where)); // beside the name, or on its own over our own bubble
+    }
 
     const bubble = el('div', 'bubble');
     const text = el('div', 'text');
@@ -1033,7 +1062,9 @@
       return box;
     }
     box.append(convAvatar(conv, 'avatar-lg'));
-    if (conv.kind === 'bot') {
+    if (conv.kind === 'bot' && botGone(conv.id)) {
+      box.append(el('strong', null, botName(conv.id)), el('span', null, `${botName(conv.id)} is no longer available.`));
+    } else if (conv.kind === 'bot') {
       box.append(el('strong', null, botName(conv.id)), el('span', null, `Say hello — ${botName(conv.id)} will reply here.`));
     } else {
       box.append(el('strong', null, conv.id), el('span', null, 'A group room. Bots reply when you @mention them.'));
@@ -1060,7 +1091,9 @@
     const prevTop = box.scrollTop;
     const frag = document.createDocumentFragment();
     if (conv) {
-      const items = orderedItems(conv);
+      const items = visibleItems(conv);
+      const hidden = orderedItems(conv).length - items.length;
+      if (hidden) frag.append(elsewhereNote(hidden));
       if (!items.length) frag.append(emptyState(conv));
       let prev = null;
       for (const m of items) {
@@ -1071,6 +1104,7 @@
     box.replaceChildren(frag);
     if (keepScroll && !wasAtBottom) box.scrollTop = prevTop;
     else scrollToBottom();
+    renderElsewhereToggle();
   }
 
   function appendItem(parent, m, prev, conv) {
@@ -1084,7 +1118,7 @@
   // Cheap path for the common case (a new message at the end); anything else
   // (out-of-order arrival, messages landing before pending sends) re-renders.
   function addToView(conv, m) {
-    const items = orderedItems(conv);
+    const items = visibleItems(conv);
     const box = dom.messages;
     const atBottom = isAtBottom();
     if (items.length < 2 || items[items.length - 1] !== m) {
@@ -1338,6 +1372,127 @@
     for (const tag of dom.messages.querySelectorAll(`.deleg-tag[data-delegation-id="${CSS.escape(rec.id)}"]`)) fillDelegTag(tag, rec);
   }
 
+  // ------------------------------------------------ where a message was said
+
+  // A private chat's history is the whole session with its bot (SPEC §7): what
+  // the person and the bot said in rooms, on Telegram, on Discord is in it
+  // too. Such a message is labelled with where it was said, or left out while
+  // the header's toggle says so (a choice this browser remembers).
+  const PLATFORM_NAMES = { telegram: 'Telegram', discord: 'Discord' };
+
+  // null for a message said in this conversation itself; else {label, room?}.
+  function whereSaid(m, conv) {
+    if (conv.kind !== 'bot' || !m.chat || !state.platformId) return null;
+    const chat = String(m.chat);
+    const platform = m.platform || 'web';
+    if (platform === 'web' && chat === `${state.platformId}:${conv.id}`) return null;
+    if (m.chatType === 'group') {
+      if (platform === 'web') return { label: `in #${chat}`, room: chat };
+      if (platform === 'telegram') return { label: 'in a Telegram group' };
+      if (platform === 'discord') return { label: 'in a Discord channel' };
+      if (platform === 'cli') return { label: `in #${chat} in the terminal` };
+      return { label: `in a group on ${platform}` };
+    }
+    // The same person's private chat as another web identity (users.yaml
+    // lists several), from the terminal, or on another platform.
+    if (platform === 'web') return { label: `on the web as ${chat.slice(0, chat.lastIndexOf(':'))}` };
+    if (platform === 'cli') return { label: 'in the terminal' };
+    return { label: `on ${PLATFORM_NAMES[platform] || platform}` };
+  }
+
+  function whereLabel(m, conv) {
+    const w = whereSaid(m, conv);
+    return w ? w.label : '';
+  }
+
+  // The label over the bubble; a room this page knows opens on a click.
+  function whereEl(where) {
+    const box = el('div', 'msg-where');
+    if (where.room && state.rooms.has(where.room)) {
+      const open = el('button', 'msg-where-link', where.label);
+      open.type = 'button';
+      open.title = `Open #${where.room}`;
+      open.addEventListener('click', () => selectConv('r:' + where.room, { focus: !isTouch() }));
+      box.append(open);
+    } else {
+      box.textContent = where.label;
+    }
+    return box;
+  }
+
+  // What the open conversation shows: everything, or all but what was said
+  // elsewhere.
+  function visibleItems(conv) {
+    const items = orderedItems(conv);
+    if (state.showElsewhere || conv.kind !== 'bot') return items;
+    return items.filter((m) => !whereSaid(m, conv));
+  }
+
+  function elsewhereNote(n) {
+    const note = el('div', 'elsewhere-note');
+    note.append(el('span', null, `${n} message${n === 1 ? '' : 's'} from other chats hidden`));
+    const show = el('button', 'link-button', 'Show');
+    show.type = 'button';
+    show.addEventListener('click', () => setShowElsewhere(true));
+    note.append(show);
+    return note;
+  }
+
+  // The header's toggle, shown in a private chat that holds messages said
+  // elsewhere.
+  function renderElsewhereToggle() {
+    const conv = currentConv();
+    const n = conv && conv.kind === 'bot' ? orderedItems(conv).filter((m) => whereSaid(m, conv)).length : 0;
+    const t = dom.elsewhereToggle;
+    t.hidden = n === 0;
+    t.setAttribute('aria-pressed', String(state.showElsewhere));
+    t.title = state.showElsewhere
+      ? 'Showing what was said in rooms and on other platforms, labelled. Click to hide it.'
+      : `Hiding ${n} message${n === 1 ? '' : 's'} said in rooms or on other platforms. Click to show them.`;
+  }
+
+  function setShowElsewhere(show) {
+    state.showElsewhere = show;
+    if (show) storage.remove(ELSEWHERE_KEY); else storage.set(ELSEWHERE_KEY, 'hidden');
+    const conv = currentConv();
+    if (conv) {
+      const items = visibleItems(conv);
+      conv.last = items.length ? items[items.length - 1] : null;
+      updateSideItem(conv);
+    }
+    renderMessages(true);
+  }
+
+  // ------------------------------------------------------------------ roster
+
+  // bots (SPEC §7): a config reload changed the web's bots. New ones appear,
+  // renamed ones change, removed ones are gone (setBots).
+  function onBots(f) {
+    if (!Array.isArray(f.bots)) return;
+    setBots(f.bots);
+    for (const conv of state.convs.values()) updateSideItem(conv);
+    const cur = currentConv();
+    if (!cur || !conversationExists(cur)) selectConv(initialConvKey(), { focus: false });
+    else { renderHeader(); renderMessages(true); }
+    updateComposerState();
+  }
+
+  // Bots listed before and not now are gone; a bot listed again is back.
+  function noteGoneBots(before) {
+    for (const b of before) if (!state.botsById.has(b.id)) state.goneBots.set(b.id, b.name);
+    for (const id of state.botsById.keys()) state.goneBots.delete(id);
+  }
+
+  function botGone(id) {
+    return !state.botsById.has(id) && state.goneBots.has(id);
+  }
+
+  // A removed bot's chat stays while there is something in it to read.
+  function keepGone(id) {
+    const conv = state.convs.get('b:' + id);
+    return !!conv && (conv.msgs.size > 0 || conv.local.length > 0 || state.current === conv.key);
+  }
+
   // ---------------------------------------------------------------- composer
 
   function onComposerInput() {
@@ -1350,10 +1505,18 @@
 
   function updateComposerState() {
     const conv = currentConv();
-    const usable = !!conv && !conn.authFailed;
+    // A chat with a bot a reload removed stays readable, but takes no message.
+    const gone = !!conv && conv.kind === 'bot' && botGone(conv.id);
+    const usable = !!conv && !conn.authFailed && !gone;
     dom.composer.disabled = !usable;
     dom.send.disabled = !usable || !dom.composer.value.trim();
     if (!conv) dom.composer.placeholder = conn.everConnected ? 'No bots available' : 'Connecting…';
+    dom.convNotice.hidden = !gone;
+    if (gone) {
+      const name = botName(conv.id);
+      dom.convNoticeText.textContent = `${name} is no longer available.`;
+      dom.composer.placeholder = `${name} is no longer available`;
+    }
   }
 
   // ------------------------------------------------------- drawer & dialogs
@@ -1527,7 +1690,7 @@
       'deleg-toggle', 'deleg-count', 'deleg-clear', 'delegations', 'messages', 'jump', 'typing', 'typing-text',
       'composer-form', 'mentions', 'composer', 'send', 'room-dialog', 'room-form', 'room-name', 'room-bots',
       'room-error', 'room-cancel', 'room-open', 'invite-room', 'invite-dialog', 'invite-form', 'invite-title',
-      'invite-user', 'invite-error', 'invite-cancel', 'toasts'];
+      'invite-user', 'invite-error', 'invite-cancel', 'toasts', 'elsewhere-toggle', 'conv-notice', 'conv-notice-text'];
     for (const id of ids) dom[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
   }
 
@@ -1566,6 +1729,7 @@
       dom.delegToggle.setAttribute('aria-expanded', String(!collapsed));
     });
     dom.delegClear.addEventListener('click', clearFinishedDelegations);
+    dom.elsewhereToggle.addEventListener('click', () => setShowElsewhere(!state.showElsewhere));
 
     document.addEventListener('keydown', (e) => {
       if (e.key !== 'Escape') return;
@@ -1592,6 +1756,7 @@
     }
     bindEvents();
     state.creds = readCreds();
+    state.showElsewhere = storage.get(ELSEWHERE_KEY) !== 'hidden';
     renderHeader();
     updateComposerState();
     connect();
