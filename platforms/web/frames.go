@@ -172,6 +172,10 @@ type messageFrame struct {
 	Text       string          `json:"text"`
 	Time       string          `json:"time"`
 	Delegation *delegation.Ref `json:"delegation,omitempty"`
+	// ReplyTo is the ID of the message this one answers; Failed marks
+	// a failed turn's apology (docs/protocol.md).
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	Failed  bool  `json:"failed,omitempty"`
 }
 
 type delegationFrame struct {
@@ -199,10 +203,11 @@ type errorFrame struct {
 	ClientID string `json:"client_id,omitempty"`
 }
 
-// frameOf renders a stored message for the widget.
-func frameOf(m chat.Message) messageFrame {
+// frameOf renders a message of a chat's history for the widget.
+func frameOf(m gateway.Shown) messageFrame {
 	return messageFrame{
 		Type: "message", ID: m.ID, Chat: m.ChatID, Bot: m.Bot, From: m.From,
-		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano),
+		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+		ReplyTo: m.ReplyToID, Failed: m.Failed,
 	}
 }
