@@ -98,8 +98,8 @@ func mobile(t *testing.T, ctx context.Context, name string) {
 // openBot opens the private chat with bot from the sidebar.
 func openBot(bot string) chromedp.Action[chromedp.Void] {
 	return chromedp.Steps(
-		chromedp.WaitVisible(chromedp.CSS(`button.bot[data-bot="` + bot + `"]`)),
-		chromedp.Click(chromedp.CSS(`button.bot[data-bot="` + bot + `"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button.bot[data-bot="`+bot+`"]`)),
+		chromedp.Click(chromedp.CSS(`button.bot[data-bot="`+bot+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#composer`)),
 	)
 }
