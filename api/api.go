@@ -176,6 +176,8 @@ type messageJSON struct {
 	From     chat.Party `json:"from"`
 	Text     string     `json:"text"`
 	Time     string     `json:"time"`
+	// Failed marks the apology of a turn whose brain failed.
+	Failed bool `json:"failed,omitempty"`
 }
 
 func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +208,7 @@ func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]messageJSON, 0, len(msgs))
 	for _, m := range msgs {
-		items = append(items, messageJSON{ID: m.ID, Kind: m.Kind, Chat: m.ChatID, Platform: m.Platform, From: m.From, Text: m.Text, Time: rfc3339(m.Time)})
+		items = append(items, messageJSON{ID: m.ID, Kind: m.Kind, Chat: m.ChatID, Platform: m.Platform, From: m.From, Text: m.Text, Time: rfc3339(m.Time), Failed: m.Failed})
 	}
 	writeList(w, items)
 }

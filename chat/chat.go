@@ -73,6 +73,13 @@ type Message struct {
 	Time    time.Time
 	// DelegationID links a message to the hand-off it belongs to.
 	DelegationID string
+	// ReplyToID is the ID of the stored message this one answers (a
+	// bot's reply to the person's message that started its turn), 0
+	// when none.
+	ReplyToID int64
+	// Failed marks a bot's message that stands for a failed turn: the
+	// apology said when its brain failed, timed out or gave bad output.
+	Failed bool
 }
 
 // Chat is the chat m was said in.

@@ -43,7 +43,7 @@ func (g *Gateway) Resolve(platformID string) UserRef {
 }
 
 // SessionHistory implements Host.
-func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]chat.Message, error) {
+func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]Shown, error) {
 	b, ok := g.roster.Load().Bot(bot)
 	if !ok {
 		return nil, fmt.Errorf("history: %w: %q", ErrUnknownBot, bot)
@@ -53,7 +53,11 @@ func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, li
 		userID = g.Resolve(platformID).ID
 	}
 	key := sessions.Key{Bot: bot, Scope: sessions.ScopeUser, ScopeID: userID}
-	return sessions.History(ctx, g.sessions, key, chat.KindChat, limit)
+	msgs, err := sessions.History(ctx, g.sessions, key, chat.KindChat, limit)
+	if err != nil {
+		return nil, err
+	}
+	return g.shown(ctx, msgs)
 }
 
 // ChatHistory implements Host.

@@ -72,8 +72,8 @@ type Host interface {
 	Resolve(platformID string) UserRef
 	// SessionHistory returns the recent chat messages of the session
 	// between platformID's person and bot, oldest first, without
-	// wrappers and system messages.
-	SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]chat.Message, error)
+	// wrappers and system messages, each with its hand-off.
+	SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]Shown, error)
 	// ChatHistory returns the recent messages of one group chat, oldest
 	// first, whoever asks: it is for a platform's own groups, whose
 	// membership the platform keeps. A room's history is RoomHistory.
@@ -87,9 +87,9 @@ type Host interface {
 	JoinRoom(ctx context.Context, j RoomJoin) ([]BotInfo, error)
 	// RoomHistory returns the recent chat messages of a room, oldest
 	// first, if platformID's person may read it: a member, or anyone in
-	// an open room. Refused like JoinRoom, and with ErrUnknownChat when
-	// there is no such room.
-	RoomHistory(ctx context.Context, platform, room, platformID string, limit int) ([]chat.Message, error)
+	// an open room, each with its hand-off. Refused like JoinRoom, and
+	// with ErrUnknownChat when there is no such room.
+	RoomHistory(ctx context.Context, platform, room, platformID string, limit int) ([]Shown, error)
 	// InviteToRoom makes the person user names (a master user ID or a
 	// platform ID) a member of a room, on behalf of platformID's person,
 	// who must be a member. Refused like RoomHistory, and with

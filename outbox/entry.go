@@ -41,6 +41,11 @@ type Entry struct {
 	PartsSent int
 	// Delegation is set on messages that belong to a hand-off.
 	Delegation *delegation.Ref
+	// ReplyToID is the stored ID of the message this one answers, 0
+	// when none; Failed marks the apology of a failed turn (see
+	// chat.Message).
+	ReplyToID int64
+	Failed    bool
 }
 
 // Sender is a platform as the outbox sees it.

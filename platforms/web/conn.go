@@ -451,7 +451,7 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 		limit = defaultHistory
 	}
 	limit = min(limit, maxHistory)
-	var msgs []chat.Message
+	var msgs []gateway.Shown
 	var err error
 	out := historyFrame{Type: "history", Bot: f.Bot, Messages: []messageFrame{}}
 	if f.Bot != "" {

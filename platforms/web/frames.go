@@ -177,6 +177,10 @@ type messageFrame struct {
 	Text       string          `json:"text"`
 	Time       string          `json:"time"`
 	Delegation *delegation.Ref `json:"delegation,omitempty"`
+	// ReplyTo is the ID of the message this one answers; Failed marks
+	// a failed turn's apology (docs/protocol.md).
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	Failed  bool  `json:"failed,omitempty"`
 }
 
 type delegationFrame struct {
@@ -204,11 +208,12 @@ type errorFrame struct {
 	ClientID string `json:"client_id,omitempty"`
 }
 
-// frameOf renders a stored message for the widget.
-func frameOf(m chat.Message) messageFrame {
+// frameOf renders a message of a chat's history for the widget.
+func frameOf(m gateway.Shown) messageFrame {
 	f := messageFrame{
 		Type: "message", ID: m.ID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot, From: m.From,
-		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano),
+		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+		ReplyTo: m.ReplyToID, Failed: m.Failed,
 	}
 	if m.Platform != gateway.PlatformWeb {
 		f.Platform = m.Platform

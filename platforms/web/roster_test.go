@@ -23,7 +23,7 @@ type fakeHost struct {
 	gateway.Host
 	mu      sync.Mutex
 	bots    []gateway.BotInfo
-	history []chat.Message
+	history []gateway.Shown
 }
 
 func (h *fakeHost) Bots(string) []gateway.BotInfo {
@@ -47,7 +47,7 @@ func (h *fakeHost) Resolve(id string) gateway.UserRef {
 
 func (h *fakeHost) Reachable(string, ...string) {}
 
-func (h *fakeHost) SessionHistory(context.Context, string, string, int) ([]chat.Message, error) {
+func (h *fakeHost) SessionHistory(context.Context, string, string, int) ([]gateway.Shown, error) {
 	return h.history, nil
 }
 
@@ -133,15 +133,15 @@ func TestRosterChangeReachesPages(t *testing.T) {
 func TestHistorySaysWhere(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	host := &fakeHost{bots: []gateway.BotInfo{{ID: "matty", Name: "Matty"}}}
-	host.history = []chat.Message{
-		{ID: 1, Platform: "web", ChatID: "web-anon-ab:matty", ChatType: chat.Private, Bot: "matty",
-			From: chat.Party{Kind: chat.Human, ID: "web-anon-ab", Name: "Guest"}, Text: "here", Time: at},
-		{ID: 2, Platform: "web", ChatID: "launch-planning", ChatType: chat.Group, Bot: "matty",
-			From: chat.Party{Kind: chat.Bot, ID: "matty", Name: "Matty"}, Text: "in the room", Time: at},
-		{ID: 3, Platform: "telegram", ChatID: "111", ChatType: chat.Private, Bot: "matty",
-			From: chat.Party{Kind: chat.Human, ID: "telegram-111", Name: "Ann T"}, Text: "on telegram", Time: at},
-		{ID: 4, Platform: "discord", ChatID: "555", ChatType: chat.Group, Bot: "matty",
-			From: chat.Party{Kind: chat.Bot, ID: "matty", Name: "Matty"}, Text: "in a channel", Time: at},
+	host.history = []gateway.Shown{
+		{Message: chat.Message{ID: 1, Platform: "web", ChatID: "web-anon-ab:matty", ChatType: chat.Private, Bot: "matty",
+			From: chat.Party{Kind: chat.Human, ID: "web-anon-ab", Name: "Guest"}, Text: "here", Time: at}},
+		{Message: chat.Message{ID: 2, Platform: "web", ChatID: "launch-planning", ChatType: chat.Group, Bot: "matty",
+			From: chat.Party{Kind: chat.Bot, ID: "matty", Name: "Matty"}, Text: "in the room", Time: at}},
+		{Message: chat.Message{ID: 3, Platform: "telegram", ChatID: "111", ChatType: chat.Private, Bot: "matty",
+			From: chat.Party{Kind: chat.Human, ID: "telegram-111", Name: "Ann T"}, Text: "on telegram", Time: at}},
+		{Message: chat.Message{ID: 4, Platform: "discord", ChatID: "555", ChatType: chat.Group, Bot: "matty",
+			From: chat.Party{Kind: chat.Bot, ID: "matty", Name: "Matty"}, Text: "in a channel", Time: at}},
 	}
 	_, ws, _ := startAdapter(t, host)
 	ws.WriteJSON(map[string]any{"type": "history", "bot": "matty"})

@@ -317,6 +317,7 @@ func (a *Adapter) Send(ctx context.Context, m outbox.Entry) (string, error) {
 	f := messageFrame{
 		Type: "message", ID: m.MessageID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot,
 		From: m.From, Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+		ReplyTo: m.ReplyToID, Failed: m.Failed,
 	}
 	written := make(chan error, len(conns))
 	for _, c := range conns {

@@ -47,7 +47,7 @@ func (t *txn) post(p sessions.Post, now int64) (outbox.Entry, error) {
 func entryOf(m chat.Message) outbox.Entry {
 	return outbox.Entry{
 		MessageID: m.ID, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
-		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
+		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time, ReplyToID: m.ReplyToID, Failed: m.Failed,
 	}
 }
 

@@ -56,6 +56,7 @@ func Run(t *testing.T, f Factory) {
 		{"TurnsAfter", testTurnsAfter},
 		{"CompleteTurn", testCompleteTurn},
 		{"CompleteTwice", testCompleteTwice},
+		{"FailedReply", testFailedReply},
 		{"History", testHistory},
 		{"LastPrivateChat", testLastPrivateChat},
 		{"ResumeAfterReopen", testResumeAfterReopen},

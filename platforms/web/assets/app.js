@@ -19,7 +19,6 @@
   const MAX_FRAME_BYTES = 65536;                // server answers too_large above this
   const GROUP_WINDOW_MS = 5 * 60 * 1000;        // consecutive bubbles from one sender merge visually
   const TERMINAL = new Set(['done', 'failed', 'refused']);
-  const MAX_DELEGATIONS_SHOWN = 12;
 
   const EMBED = new URLSearchParams(location.search).get('embed') === '1';
 
@@ -347,7 +346,7 @@
       case 'ack': onAck(f); break;
       case 'message': onMessage(f); break;
       case 'typing': onTyping(f); break;
-      case 'delegation': upsertDelegation(f, true); break;
+      case 'delegation': upsertDelegation(f); break;
       case 'history': onHistory(f); break;
       case 'bots': onBots(f); break;
       case 'error': onError(f); break;
@@ -473,7 +472,10 @@
       if (m.from.id && m.from.id !== m.bot) clearTyping(conv, m.from.id);
     }
 
-    if (m.delegation) upsertDelegation(m.delegation, true);
+    if (m.delegation) {
+      upsertDelegation(m.delegation);
+      delegationSeenIn(conv, m);
+    }
     conv.msgs.set(key, m);
     conv.last = m;
 
@@ -504,7 +506,12 @@
     const list = Array.isArray(f.messages) ? f.messages : [];
     for (const raw of list) {
       const m = normalizeMessage(raw);
-      if (m) conv.msgs.set(String(m.id), m);
+      if (!m) continue;
+      conv.msgs.set(String(m.id), m);
+      if (m.delegation) {
+        upsertDelegation(m.delegation);
+        delegationSeenIn(conv, m);
+      }
     }
     dropDeliveredLocals(conv);
     const items = visibleItems(conv);
@@ -631,6 +638,8 @@
       text: raw.text == null ? '' : String(raw.text),
       time: raw.time,
       delegation: raw.delegation && typeof raw.delegation === 'object' ? raw.delegation : null,
+      failed: raw.failed === true,     // the apology of a failed brain turn
+      replyTo: raw.reply_to != null ? String(raw.reply_to) : null,
     };
   }
 
@@ -657,7 +666,6 @@
     state.current = null;
     for (const b of sideItems.values()) b.remove();
     sideItems.clear();
-    dom.delegations.replaceChildren();
     renderDelegationPanel();
     dom.messages.replaceChildren();
   }
@@ -891,6 +899,7 @@
     renderHeader();
     renderMessages(false);
     renderTyping();
+    renderDelegationPanel();
     if (conv) requestHistory(conv);
     updateComposerState();
     if (opts && opts.focus && conv) dom.composer.focus({ preventScroll: true });
@@ -1011,8 +1020,10 @@
     fillText(text, m.text);
     bubble.append(text);
     body.append(bubble);
+    const failure = !human && m.failed ? failedTurn(div, bubble, m, conv) : null;
+    if (!human && isHandoffNotice(m) && mayFold(m.text)) foldLongText(bubble, text);
 
-    if (m.delegation) body.append(delegTag(m.delegation));
+    if (m.delegation) body.append(delegTag(m.delegation, conv, m));
 
     const meta = el('div', 'msg-meta');
     const t = parseTime(m.time);
@@ -1025,6 +1036,7 @@
     if (m.status === 'pending') meta.append(el('span', 'msg-state', 'Sending…'));
     if (m.status === 'queued') meta.append(el('span', 'msg-state', 'Waiting for connection…'));
     body.append(meta);
+    if (failure) body.append(failure);
 
     if (m.status === 'failed') {
       const err = el('div', 'msg-error');
@@ -1153,7 +1165,23 @@
     if (!conv || conn.authFailed) return;
     const text = dom.composer.value.trim();
     if (!text) return;
+    const local = dispatchText(conv, text);
+    if (!local) return;
+    dom.composer.value = '';
+    onComposerInput();
+    showLocal(conv, local);
+  }
 
+  // Sends text into conv as a new message (a new client_id): what the
+  // composer and a failed turn's Retry do. False when it is too long.
+  function sendText(conv, text) {
+    const local = dispatchText(conv, text);
+    if (local) showLocal(conv, local);
+    return !!local;
+  }
+
+  // The optimistic message for text, queued for sending; null when too long.
+  function dispatchText(conv, text) {
     const clientId = newClientId();
     const frame = conv.kind === 'bot'
       ? { type: 'send', bot: conv.id, text, client_id: clientId }
@@ -1172,15 +1200,17 @@
     if (utf8Length(JSON.stringify(frame)) > MAX_FRAME_BYTES) {
       // Same outcome as the server's too_large, without the round trip.
       toast('That message is too long to send (64 KB limit). Try splitting it.', 'error');
-      return;
+      return null;
     }
 
     conv.local.push(local);
     conv.last = local;
     dispatchLocal(local);
-    dom.composer.value = '';
-    onComposerInput();
-    addToView(conv, local);
+    return local;
+  }
+
+  function showLocal(conv, local) {
+    if (state.current === conv.key) addToView(conv, local);
     updateSideItem(conv);
   }
 
@@ -1288,16 +1318,106 @@
     if (stick) scrollToBottom();
   }
 
+  // ---------------------------------------------------------- failed turns
+
+  // A bot's apology for a turn whose brain failed (message.failed): a
+  // warning bubble with a Retry that sends the person's message again, as
+  // a new message. The message it answers is message.reply_to.
+  function failedTurn(div, bubble, m, conv) {
+    div.classList.add('msg-turn-failed');
+    const icon = el('span', 'turn-failed-icon', '!');
+    icon.setAttribute('aria-hidden', 'true');
+    bubble.prepend(icon);
+    const row = el('div', 'turn-failed');
+    row.append(el('span', 'turn-failed-label', 'Reply failed'));
+    const asked = m.replyTo != null ? conv.msgs.get(m.replyTo) : null;
+    // Only the person's own message is theirs to send again.
+    if (!asked || !isSelf(asked, conv)) return row;
+    const retry = el('button', 'link-button turn-retry', 'Retry');
+    retry.type = 'button';
+    retry.title = `Send “${summary(asked.text, 60)}” again`;
+    if (sentAgain(conv, m, asked.text)) {
+      retry.disabled = true;
+      retry.textContent = 'Sent again';
+    }
+    retry.addEventListener('click', () => {
+      if (retry.disabled || conn.authFailed) return;
+      if (!sendText(conv, asked.text)) return;
+      retry.disabled = true;
+      retry.textContent = 'Sent again';
+    });
+    row.append(retry);
+    return row;
+  }
+
+  // Whether the person has sent text again since the failed turn m.
+  function sentAgain(conv, m, text) {
+    return orderedItems(conv).some((x) => x !== m && x.from.kind === 'human' && isSelf(x, conv) &&
+      x.text === text && (x.clientId || compareIds(x, m) > 0));
+  }
+
+  function summary(text, n) {
+    const line = String(text).replace(/\s+/g, ' ').trim();
+    return line.length > n ? line.slice(0, n - 1) + '…' : line;
+  }
+
+  // ----------------------------------------------------------- hand-offs
+
+  const FOLD_LINES = 4;
+
+  // A message the asking bot says about its hand-off: the acknowledgement,
+  // and the result notice ("Finn Shipley finished: …").
+  function isHandoffNotice(m) {
+    return !!m.delegation && m.from.id === m.delegation.from_bot;
+  }
+
+  // Whether text may be longer than FOLD_LINES lines on a narrow screen.
+  function mayFold(text) {
+    return text.split('\n').length > FOLD_LINES || text.length > FOLD_LINES * 40;
+  }
+
+  // Folds text after FOLD_LINES lines, with "Show more"/"Show less". The
+  // fold is measured once the bubble is on the page; text that fits keeps
+  // no fold.
+  function foldLongText(bubble, text) {
+    text.classList.add('folded');
+    text.style.setProperty('--fold-lines', String(FOLD_LINES));
+    const toggle = el('button', 'link-button fold-toggle', 'Show more');
+    toggle.type = 'button';
+    toggle.hidden = true;
+    toggle.setAttribute('aria-expanded', 'false');
+    toggle.addEventListener('click', () => {
+      const folded = text.classList.toggle('folded');
+      toggle.textContent = folded ? 'Show more' : 'Show less';
+      toggle.setAttribute('aria-expanded', String(!folded));
+    });
+    bubble.append(toggle);
+    requestAnimationFrame(() => {
+      if (!text.isConnected) return;
+      if (text.scrollHeight > text.clientHeight + 1) {
+        toggle.hidden = false;
+      } else {
+        text.classList.remove('folded');
+        toggle.remove();
+      }
+    });
+  }
+
   // -------------------------------------------------------------- delegations
 
-  function upsertDelegation(d, live) {
+  // Hand-offs are kept by ID with the conversations they were seen in
+  // (a message of theirs was there) and the smallest such message ID,
+  // which orders them: live ones not seen in a message yet are newest.
+  let delegationSeq = 0;
+
+  function upsertDelegation(d) {
     if (!d || d.id == null) return;
     const id = String(d.id);
     const prev = state.delegations.get(id);
     // Frames can cross (a message snapshot after the final status): a finished
     // delegation never goes back to queued/running.
     if (prev && TERMINAL.has(prev.status) && !TERMINAL.has(d.status)) return;
-    const rec = Object.assign(prev || {}, {
+    const rec = Object.assign(prev || { convs: new Set(), order: Number.MAX_SAFE_INTEGER - 1e6 + (delegationSeq += 1) }, {
       id,
       from_bot: d.from_bot ?? (prev && prev.from_bot),
       to_bot: d.to_bot ?? (prev && prev.to_bot),
@@ -1306,60 +1426,104 @@
       depth: d.depth ?? (prev && prev.depth),
     });
     state.delegations.set(id, rec);
-    if (live) renderDelegation(rec, !prev);
     updateDelegTags(rec);
+    schedulePanel();
+  }
+
+  function delegationSeenIn(conv, m) {
+    const rec = state.delegations.get(String(m.delegation.id));
+    if (!rec) return;
+    // A newer message of the hand-off takes the link to the target's chat.
+    const newest = newestOf(conv, rec.id);
+    if (state.current === conv.key && (!newest || compareIds(m, newest) > 0)) {
+      for (const a of dom.messages.querySelectorAll(`.deleg-open[data-delegation-id="${CSS.escape(rec.id)}"]`)) a.remove();
+    }
+    rec.convs.add(conv.key);
+    const n = Number(m.id);
+    if (Number.isFinite(n) && n < rec.order) rec.order = n;
+    schedulePanel();
+  }
+
+  // The hand-offs of a conversation: those seen in it, and in a private
+  // chat those its bot started or was given (for this person: the
+  // gateway sends no one else's).
+  function delegationsOf(conv) {
+    if (!conv) return [];
+    return [...state.delegations.values()]
+      .filter((d) => d.convs.has(conv.key) || (conv.kind === 'bot' && (d.from_bot === conv.id || d.to_bot === conv.id)))
+      .sort((a, b) => b.order - a.order);
   }
 
   function delegWho(d) { return `${botName(d.from_bot)} → ${botName(d.to_bot)}`; }
 
   // Row text reads "Matty Atlas → Finn Shipley: build the login page · running".
-  function renderDelegation(rec, isNew) {
-    if (!rec.el) {
-      rec.el = el('li', 'delegation');
-      rec.el.dataset.id = rec.id;
-    }
-    const li = rec.el;
+  function delegationRow(rec) {
+    const li = el('li', 'delegation');
+    li.dataset.id = rec.id;
     li.dataset.status = rec.status;
     const who = el('span', 'deleg-who', delegWho(rec));
     const task = el('span', 'deleg-task', rec.task || '');
     const status = el('span', 'deleg-status', rec.status);
-    li.replaceChildren(el('span', 'deleg-dot'), who, document.createTextNode(': '), task, document.createTextNode(' · '), status);
+    li.append(el('span', 'deleg-dot'), who, document.createTextNode(': '), task, document.createTextNode(' · '), status);
     li.title = `${delegWho(rec)}: ${rec.task || ''}${rec.depth > 1 ? ` (depth ${rec.depth})` : ''} — ${rec.status}`;
-    if (isNew || !li.isConnected) dom.delegations.prepend(li);
-    // Keep the list short: drop the oldest finished rows first.
-    const rows = [...dom.delegations.children];
-    for (let i = rows.length - 1; i >= 0 && dom.delegations.children.length > MAX_DELEGATIONS_SHOWN; i--) {
-      if (TERMINAL.has(rows[i].dataset.status)) rows[i].remove();
-    }
-    renderDelegationPanel();
+    return li;
   }
 
+  let panelQueued = false;
+  function schedulePanel() {
+    if (panelQueued) return;
+    panelQueued = true;
+    queueMicrotask(() => { panelQueued = false; renderDelegationPanel(); });
+  }
+
+  // The open conversation's hand-offs, newest first: the active ones,
+  // then the finished ones folded under "Finished (n)".
   function renderDelegationPanel() {
-    const rows = [...dom.delegations.children];
-    dom.delegationPanel.hidden = rows.length === 0;
-    const active = rows.filter((r) => !TERMINAL.has(r.dataset.status)).length;
-    dom.delegCount.textContent = active ? `${active} active` : 'all finished';
-    dom.delegCount.classList.toggle('active', active > 0);
-    dom.delegClear.hidden = rows.length === active;
+    const all = delegationsOf(currentConv());
+    const active = all.filter((d) => !TERMINAL.has(d.status));
+    const finished = all.filter((d) => TERMINAL.has(d.status));
+    dom.delegationPanel.hidden = all.length === 0;
+    dom.delegations.replaceChildren(...active.map(delegationRow));
+    dom.delegations.hidden = active.length === 0;
+    dom.delegDone.replaceChildren(...finished.map(delegationRow));
+    dom.delegFinished.hidden = finished.length === 0;
+    dom.delegFinishedCount.textContent = String(finished.length);
+    dom.delegCount.textContent = active.length ? `${active.length} active` : 'all finished';
+    dom.delegCount.classList.toggle('active', active.length > 0);
   }
 
-  function clearFinishedDelegations() {
-    for (const row of [...dom.delegations.children]) {
-      if (!TERMINAL.has(row.dataset.status)) continue;
-      row.remove();
-      const rec = state.delegations.get(row.dataset.id);
-      if (rec) rec.el = null;
-    }
-    renderDelegationPanel();
-  }
-
-  // The small status line under a bot's hand-off message, updated live.
-  function delegTag(d) {
+  // The small status line under a hand-off message, updated live. The
+  // newest message of a hand-off in a chat also has a way to the target's
+  // chat, when that is not the open one.
+  function delegTag(d, conv, m) {
     const rec = state.delegations.get(String(d.id)) || d;
     const tag = el('div', 'deleg-tag');
     tag.dataset.delegationId = String(d.id);
     fillDelegTag(tag, rec);
-    return tag;
+    const to = String(rec.to_bot || '');
+    if (!to || !state.botsById.has(to) || (conv.kind === 'bot' && conv.id === to) || newestOf(conv, d.id) !== m) return tag;
+    const wrap = el('div', 'deleg-line');
+    const open = el('button', 'link-button deleg-open', 'Open chat →');
+    open.type = 'button';
+    open.title = `Open your chat with ${botName(to)}`;
+    open.setAttribute('aria-label', open.title);
+    open.dataset.bot = to;
+    open.dataset.delegationId = String(d.id);
+    open.addEventListener('click', () => {
+      getConv('bot', to);
+      selectConv('b:' + to, { focus: !isTouch() });
+    });
+    wrap.append(tag, open);
+    return wrap;
+  }
+
+  // The newest message of hand-off id in conv.
+  function newestOf(conv, id) {
+    let newest = null;
+    for (const x of conv.msgs.values()) {
+      if (x.delegation && String(x.delegation.id) === String(id) && (!newest || compareIds(x, newest) > 0)) newest = x;
+    }
+    return newest;
   }
 
   function fillDelegTag(tag, d) {
@@ -1687,7 +1851,7 @@
     const ids = ['app', 'sidebar', 'bot-list', 'bot-empty', 'room-list', 'room-empty', 'new-room', 'identity',
       'scrim', 'picker', 'picker-avatar', 'picker-name', 'picker-sub', 'status', 'status-label', 'leave-room',
       'close-embed', 'auth-banner', 'auth-detail', 'continue-anon', 'retry-auth', 'delegation-panel',
-      'deleg-toggle', 'deleg-count', 'deleg-clear', 'delegations', 'messages', 'jump', 'typing', 'typing-text',
+      'deleg-toggle', 'deleg-count', 'delegations', 'deleg-finished', 'deleg-finished-count', 'deleg-done', 'messages', 'jump', 'typing', 'typing-text',
       'composer-form', 'mentions', 'composer', 'send', 'room-dialog', 'room-form', 'room-name', 'room-bots',
       'room-error', 'room-cancel', 'room-open', 'invite-room', 'invite-dialog', 'invite-form', 'invite-title',
       'invite-user', 'invite-error', 'invite-cancel', 'toasts', 'elsewhere-toggle', 'conv-notice', 'conv-notice-text'];
@@ -1728,7 +1892,6 @@
       const collapsed = dom.delegationPanel.classList.toggle('collapsed');
       dom.delegToggle.setAttribute('aria-expanded', String(!collapsed));
     });
-    dom.delegClear.addEventListener('click', clearFinishedDelegations);
     dom.elsewhereToggle.addEventListener('click', () => setShowElsewhere(!state.showElsewhere));
 
     document.addEventListener('keydown', (e) => {
