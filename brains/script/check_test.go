@@ -190,7 +190,7 @@ func TestCheckFindsTemplateMistakes(t *testing.T) {
 			name:  "artifact name that is a path",
 			cfg:   Config{Rules: []Rule{{Match: "report", Artifacts: []ArtifactTemplate{{Name: "../etc/passwd", Content: "x"}}}}},
 			field: "rules[0].artifacts[0].name",
-			msg: `artifact name "../etc/passwd": not a plain file name (it contains "..")`,
+			msg:   `artifact name "../etc/passwd": not a plain file name (it contains "..")`,
 		},
 		{
 			name:  "template that does not parse",
@@ -202,7 +202,7 @@ func TestCheckFindsTemplateMistakes(t *testing.T) {
 			name:  "pattern that does not compile",
 			cfg:   Config{Rules: []Rule{{Match: "(", Reply: "x"}}},
 			field: "rules[0].match",
-			msg: "invalid regular expression: missing closing ): `(`",
+			msg:   "invalid regular expression: missing closing ): `(`",
 		},
 	}
 	for _, tt := range tests {
