@@ -62,14 +62,26 @@ func WithBrainCheck(kind string, check BrainCheck) Option {
 
 // runBrainChecks runs the checks given for br's kind; key is br's path.
 func runBrainChecks(r *report, o options, br *Brain, key string) {
-	for _, check := range o.brainChecks[br.Kind] {
+	checks := o.brainChecks[br.Kind]
+	if len(checks) == 0 {
+		return
+	}
+	// The keys config's own checks found errors at (a template that does
+	// not parse): a check's finding there would say it again.
+	had := map[string]bool{}
+	for _, e := range r.errs {
+		if !e.Warning && strings.HasPrefix(e.Key, key) {
+			had[e.Key] = true
+		}
+	}
+	for _, check := range checks {
 		for _, f := range check(br) {
 			k := key + "." + f.Key
 			if f.Key == "" {
 				k = key
 			}
-			if !f.Warning && r.hasError(k) {
-				continue // config's own check said it first (a parse error)
+			if !f.Warning && had[k] {
+				continue
 			}
 			r.add(Error{Key: k, Line: r.lineWithin(k, f.Line), Message: f.Message, Warning: f.Warning})
 		}

@@ -114,6 +114,7 @@ func TestBrainCheck(t *testing.T) {
 	dir := writeDir(t, bots, minimalUsers)
 	_, err := Load(dir, WithBrainCheck(KindScript, fieldCheck(
 		Finding{Key: "rules[0].reply", Line: 2, Message: "unknown field .User.Nmae"},
+		Finding{Key: "rules[0].reply", Line: 1, Message: "a second finding of one key"},
 		Finding{Key: "rules[1].reply", Line: 1, Message: "unknown field .Txt"},
 		// Folded text moves lines: the key's own line is used.
 		Finding{Key: "rules[2].reply", Line: 2, Message: "unknown field .Bad"},
@@ -127,6 +128,7 @@ func TestBrainCheck(t *testing.T) {
 	}
 	want := []string{
 		"bots.yaml:6: bots[0].brain.rules[0]: warning: a note",
+		"bots.yaml:8: bots[0].brain.rules[0].reply: a second finding of one key",
 		"bots.yaml:9: bots[0].brain.rules[0].reply: unknown field .User.Nmae",
 		"bots.yaml:11: bots[0].brain.rules[1].reply: unknown field .Txt",
 		"bots.yaml:13: bots[0].brain.rules[2].reply: unknown field .Bad",

@@ -129,16 +129,6 @@ func (r *report) add(e Error) {
 	r.errs = append(r.errs, e)
 }
 
-// hasError reports whether an error (not a warning) is recorded at key.
-func (r *report) hasError(key string) bool {
-	for _, e := range r.errs {
-		if e.Key == key && !e.Warning {
-			return true
-		}
-	}
-	return false
-}
-
 // split divides problems into errors and warnings.
 func (es Errors) split() (errs, warnings Errors) {
 	for _, e := range es {
