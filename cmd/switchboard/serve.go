@@ -100,7 +100,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	m.watcher, err = config.NewWatcher(ctx, m.ConfigDir, m.Logger)
+	m.watcher, err = config.NewWatcher(ctx, m.ConfigDir, m.Logger, configChecks()...)
 	if err != nil {
 		return err
 	}
