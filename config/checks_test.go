@@ -47,8 +47,9 @@ func TestBaseURLWarning(t *testing.T) {
 			`"http://127.0.0.1:11434/v1/chat/completions" is the chat-completions endpoint itself; base_url is the API root, ` +
 				"to which the brain adds /chat/completions (did you mean http://127.0.0.1:11434/v1?)",
 		},
-		// User info is never repeated: it may be a password.
+		// User info and query are never repeated: they may hold a secret.
 		{"http://bob:hunter2@127.0.0.1:11434", `"http://127.0.0.1:11434" does not end`},
+		{"https://llm.example.com/api?key=hunter2", `"https://llm.example.com/api" does not end in an API version such as /v1, so requests go to https://llm.example.com/api/chat/completions,`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.baseURL, func(t *testing.T) {

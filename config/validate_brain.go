@@ -161,14 +161,15 @@ var (
 // checkAPIRoot warns about an openai base_url whose path does not end in
 // an API version (or a known variant), or that names the
 // chat-completions endpoint itself. It is a warning: a server may serve
-// the API anywhere. Messages show the URL without user info.
+// the API anywhere. Messages show the URL without user info, query or
+// fragment, which may hold a secret.
 func checkAPIRoot(r *report, key, raw string) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return // checkURL has said why
 	}
-	u.User = nil
-	shown := u.String()
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	shown, endpoint := u.String(), u.JoinPath("chat", "completions").String()
 	path := strings.TrimRight(u.Path, "/")
 	segs := strings.Split(path, "/")
 	last, prev := segs[len(segs)-1], ""
@@ -182,9 +183,9 @@ func checkAPIRoot(r *report, key, raw string) {
 	case apiVersionRE.MatchString(last), last == "openai" && apiVersionRE.MatchString(prev):
 	case slices.Contains(versionlessAPIs, strings.ToLower(u.Hostname())):
 	default:
-		msg := fmt.Sprintf("%q does not end in an API version such as /v1, so requests go to %s/chat/completions, which most servers do not serve "+
+		msg := fmt.Sprintf("%q does not end in an API version such as /v1, so requests go to %s, which most servers do not serve "+
 			"(Ollama, llama.cpp, vLLM and OpenAI answer under /v1, Groq under /openai/v1, OpenRouter under /api/v1, Gemini under /v1beta/openai)",
-			shown, strings.TrimRight(shown, "/"))
+			shown, endpoint)
 		if path == "" {
 			u.Path = "/v1"
 			msg += fmt.Sprintf(" (did you mean %s?)", u.String())
