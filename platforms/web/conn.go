@@ -244,15 +244,14 @@ func (c *conn) failPending() {
 	}
 }
 
-// readLoop greets the client, then handles its frames until it leaves.
-func (c *conn) readLoop() {
+// readLoop handles the client's frames until it leaves; bots are the
+// bots its hello listed.
+func (c *conn) readLoop(bots []gateway.BotInfo) {
 	defer c.close(websocket.CloseNormalClosure, "")
 	c.ws.SetReadLimit(hardMaxRead)
 	c.ws.SetReadDeadline(time.Now().Add(pongWait))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(pongWait)) })
 
-	user := c.host.Resolve(c.v.platformID)
-	bots := c.a.greet(c, helloFrame{Type: "hello", User: user.ID, PlatformID: c.v.platformID, Token: c.v.token})
 	chats := make([]string, 0, len(bots))
 	for _, b := range bots {
 		chats = append(chats, gateway.PrivateChatID(c.v.platformID, b.ID))

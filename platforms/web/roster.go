@@ -61,15 +61,18 @@ func (a *Adapter) RosterChanged(bots []gateway.BotInfo) {
 	}
 }
 
-// greet sends c its hello with the web's bots as they are now, and
-// returns them. (Under the roster's lock: a change that lands meanwhile
-// is sent after the hello, never before it.)
-func (a *Adapter) greet(c *conn, hello helloFrame) []gateway.BotInfo {
+// admit greets c with its hello, listing the web's bots as they are now,
+// and only then registers it for the messages of its chats, so nothing
+// reaches a page before its hello. (Under the roster's lock: a change
+// that lands meanwhile is sent after the hello, never before it.) It
+// returns the bots greeted, or false when the adapter is closing.
+func (a *Adapter) admit(c *conn) ([]gateway.BotInfo, bool) {
 	a.roster.mu.Lock()
 	defer a.roster.mu.Unlock()
-	hello.Bots = c.host.Bots(gateway.PlatformWeb)
-	c.send(hello)
-	return hello.Bots
+	user := c.host.Resolve(c.v.platformID)
+	bots := c.host.Bots(gateway.PlatformWeb)
+	c.send(helloFrame{Type: "hello", User: user.ID, PlatformID: c.v.platformID, Token: c.v.token, Bots: bots})
+	return bots, a.register(c)
 }
 
 // unknownBot refuses a frame for a bot that is not on the web, naming a

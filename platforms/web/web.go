@@ -217,13 +217,14 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered the request
 	}
 	c := newConn(a, ref.Host, ws, hj.conn, v, ip)
-	if !a.register(c) {
+	bots, ok := a.admit(c)
+	if !ok {
 		c.close(websocket.CloseGoingAway, "server shutting down")
 		return
 	}
 	held = true
 	go func() { defer a.wg.Done(); c.writeLoop() }()
-	go func() { defer a.wg.Done(); c.readLoop(); a.unregister(c); a.slots.release(ip) }()
+	go func() { defer a.wg.Done(); c.readLoop(bots); a.unregister(c); a.slots.release(ip) }()
 }
 
 // writeError answers a request with SPEC §8's JSON error shape.
