@@ -73,6 +73,10 @@ type Message struct {
 	Time    time.Time
 	// DelegationID links a message to the hand-off it belongs to.
 	DelegationID string
+	// Artifacts are the files shown with the message, described (their
+	// Content empty), in the order they were made. The reads that show
+	// messages to people (a session's or a chat's messages) fill them.
+	Artifacts []Artifact
 }
 
 // Chat is the chat m was said in.

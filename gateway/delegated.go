@@ -119,7 +119,9 @@ func (g *Gateway) callBack(o sessions.Outcome, roster *Roster, d delegation.Reco
 	if d.Origin.ID == "" || !ok || (answeredIn.Platform == d.Origin.Platform && answeredIn.ID == d.Origin.ID) {
 		return o
 	}
-	o.Posts = append(o.Posts, sessions.Post{Session: d.FromSession, Message: chat.Message{
+	// The notice shows what the hand-off made, so the person can open
+	// it where they asked.
+	o.Posts = append(o.Posts, sessions.Post{Session: d.FromSession, ShowsArtifacts: true, Message: chat.Message{
 		Platform: d.Origin.Platform, ChatID: d.Origin.ID, ChatType: d.Origin.Type, Kind: chat.KindChat,
 		From: chat.Party{Kind: chat.Bot, ID: from.ID, Name: from.Name}, UserID: d.UserID, Bot: from.ID,
 		Text: notice, Time: g.now(), DelegationID: d.ID,

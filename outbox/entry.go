@@ -41,6 +41,9 @@ type Entry struct {
 	PartsSent int
 	// Delegation is set on messages that belong to a hand-off.
 	Delegation *delegation.Ref
+	// Artifacts are the files shown with the message, described (their
+	// Content empty): a platform that can show attachments lists them.
+	Artifacts []chat.Artifact
 }
 
 // Sender is a platform as the outbox sees it.
