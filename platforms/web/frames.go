@@ -172,6 +172,27 @@ type messageFrame struct {
 	Text       string          `json:"text"`
 	Time       string          `json:"time"`
 	Delegation *delegation.Ref `json:"delegation,omitempty"`
+	// Artifacts are the files shown with the message; left out when
+	// there are none.
+	Artifacts []artifactFrame `json:"artifacts,omitempty"`
+}
+
+// artifactFrame describes a file shown with a message; the page reads
+// its content from GET /artifacts/{id} (artifacts.go).
+type artifactFrame struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+}
+
+// artifactFrames describes arts for a message frame (nil for none).
+func artifactFrames(arts []chat.Artifact) []artifactFrame {
+	var out []artifactFrame
+	for _, a := range arts {
+		out = append(out, artifactFrame{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Size: a.Size})
+	}
+	return out
 }
 
 type delegationFrame struct {
@@ -203,6 +224,6 @@ type errorFrame struct {
 func frameOf(m chat.Message) messageFrame {
 	return messageFrame{
 		Type: "message", ID: m.ID, Chat: m.ChatID, Bot: m.Bot, From: m.From,
-		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano),
+		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Artifacts: artifactFrames(m.Artifacts),
 	}
 }
