@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
@@ -86,4 +87,14 @@ func (g *Gateway) mayRead(ctx context.Context, h ArtifactHolders, p Person) (boo
 		}
 	}
 	return false, nil
+}
+
+// attachedNote is the text of a reply that is only files: their names,
+// so that the message showing them says something on every platform.
+func attachedNote(arts []chat.Artifact) string {
+	names := make([]string, len(arts))
+	for i, a := range arts {
+		names[i] = a.Name
+	}
+	return "Attached: " + strings.Join(names, ", ")
 }

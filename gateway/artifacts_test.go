@@ -126,3 +126,21 @@ func TestHandOffNoticeShowsArtifacts(t *testing.T) {
 		t.Errorf("history's last message %q shows %+v", last.Text, last.Artifacts)
 	}
 }
+
+// TestFilesOnlyReply: a reply that is only files is still a message,
+// naming them, that shows them.
+func TestFilesOnlyReply(t *testing.T) {
+	files := brainFunc(func(_ context.Context, t brains.Turn) (brains.Reply, error) {
+		return brains.Reply{Artifacts: []brains.Artifact{
+			{Name: "plan.md", MediaType: "text/markdown", Content: []byte("# plan")},
+			{Name: "data.json", MediaType: "application/json", Content: []byte("{}")},
+		}}, nil
+	})
+	h := newHarness(t, bot("matty", files))
+	h.deliver(private("web-ann", "matty", "1", "files, please"))
+	e := h.plat.next(t)
+	if e.Text != "Attached: plan.md, data.json" || len(e.Artifacts) != 2 || e.Artifacts[1].Name != "data.json" {
+		t.Errorf("reply = %q showing %+v", e.Text, e.Artifacts)
+	}
+	readable(t, h, e.Artifacts[0].ID, "web-ann", true)
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,8 +76,8 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 	}
 
 	o.Artifacts = arts
-	if text != "" {
-		o.Posts = append(o.Posts, g.post(bot, t, to, text, d.ID))
+	if text != "" || len(arts) > 0 {
+		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(arts)), d.ID))
 	}
 	o.Update = &delegation.Update{ID: d.ID, Status: delegation.StatusDone, Result: text}
 	d.Status = delegation.StatusDone

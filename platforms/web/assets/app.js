@@ -193,6 +193,12 @@
     return s ? '?' + s : '';
   }
 
+  // Where an artifact's content is: /artifacts/{id} with the /ws credentials
+  // (SPEC §8), so previews and download links work as plain URLs.
+  function artifactUrl(id) {
+    return `/artifacts/${encodeURIComponent(id)}${wsQuery()}`;
+  }
+
   function wsUrl() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     return `${proto}//${location.host}/ws${wsQuery()}`;
@@ -623,6 +629,7 @@
       text: raw.text == null ? '' : String(raw.text),
       time: raw.time,
       delegation: raw.delegation && typeof raw.delegation === 'object' ? raw.delegation : null,
+      artifacts: Array.isArray(raw.artifacts) ? raw.artifacts.filter((a) => a && a.id != null) : [],
     };
   }
 
@@ -982,6 +989,10 @@
     fillText(text, m.text);
     bubble.append(text);
     body.append(bubble);
+
+    if (m.artifacts && m.artifacts.length && window.SwitchboardAttachments) {
+      body.append(window.SwitchboardAttachments.list(m.artifacts, artifactUrl));
+    }
 
     if (m.delegation) body.append(delegTag(m.delegation));
 
