@@ -110,6 +110,13 @@ func TestBrowserArtifacts(t *testing.T) {
 		}
 	}
 
+	// Random Markdown-and-HTML soup never makes an element or attribute
+	// outside the renderer's own, nor a link off the web and mail.
+	violation, err := chromedp.Run(ctx, chromedp.Evaluate[string](rendererFuzz))
+	if err != nil || violation != "" {
+		t.Errorf("renderer: %s, %v", violation, err)
+	}
+
 	// The image opens larger; Escape closes the viewer, not the chat.
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`.att-image`)),
@@ -258,3 +265,34 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// rendererFuzz renders 3,000 random inputs built of Markdown and HTML
+// pieces with the page's Markdown and JSON renderers and returns the
+// first element, attribute or link they should never make ("" when
+// none), with the input that made it.
+const rendererFuzz = `(() => {
+	const pieces = ["<", ">", "script", "img", " src=x", " onerror=", "\"", "'", "[", "]", "(", ")", "javascript:", "http://a.b/",
+		"mailto:x@y", "data:text/html,", "*", "**", "_", "__", "~~", "` + "`" + `", "` + "```" + `", "#", "> ", "- ", "1. ", "[ ] ", "[x] ",
+		"|", "---", "\n", "\n\n", " ", "a", "é", "<b>", "</b>", "&amp;", "{", "}", ":", ",", "\\", "!", "<svg onload=x>"];
+	const tags = new Set(["DIV", "P", "BR", "H1", "H2", "H3", "H4", "H5", "H6", "HR", "UL", "OL", "LI", "SPAN", "BLOCKQUOTE",
+		"PRE", "CODE", "STRONG", "EM", "DEL", "A", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD"]);
+	const attrs = new Set(["class", "href", "target", "rel", "style", "start", "role", "aria-label"]);
+	let seed = 1;
+	const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+	const S = window.SwitchboardAttachments;
+	for (let i = 0; i < 3000; i++) {
+		let input = "";
+		for (let j = rand(40); j >= 0; j--) input += pieces[rand(pieces.length)];
+		for (const root of [S.markdown(input), S.json(input)]) {
+			for (const e of root.querySelectorAll("*")) {
+				if (!tags.has(e.tagName)) return "element " + e.tagName + " from " + JSON.stringify(input);
+				for (const a of e.attributes) {
+					if (!attrs.has(a.name)) return "attribute " + a.name + " from " + JSON.stringify(input);
+				}
+				if (e.tagName === "A" && !/^(https?|mailto):/.test(e.getAttribute("href"))) return "link " + e.getAttribute("href") + " from " + JSON.stringify(input);
+				if (e.hasAttribute("style") && !/^text-align: (left|right|center);$/.test(e.getAttribute("style"))) return "style " + e.getAttribute("style");
+			}
+		}
+	}
+	return "";
+})()`
