@@ -175,6 +175,7 @@ func TestArtifactDownloads(t *testing.T) {
 	}
 	for name, q := range map[string]url.Values{
 		"no credentials": nil,
+		"an empty token": {"token": {""}},
 		"a bad token":    {"token": {"web-anon-x.forged"}},
 		"a bad sig":      {"user": {"bryan"}, "sig": {strings.Repeat("0", 64)}},
 		"half signed":    {"user": {"bryan"}},

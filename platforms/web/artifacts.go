@@ -24,7 +24,8 @@ func (a *Adapter) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	if !q.Has("token") && !q.Has("user") && !q.Has("sig") {
+	// Unlike /ws, no credentials make no new visitor here.
+	if q.Get("token") == "" && q.Get("user") == "" && q.Get("sig") == "" {
 		writeError(w, http.StatusUnauthorized, "unauthorized", "an artifact needs the chat's credentials: token, or user and sig")
 		return
 	}
