@@ -80,6 +80,10 @@ type Message struct {
 	// Failed marks a bot's message that stands for a failed turn: the
 	// apology said when its brain failed, timed out or gave bad output.
 	Failed bool
+	// Artifacts are the files shown with the message, described (their
+	// Content empty), in the order they were made. The reads that show
+	// messages to people (a session's or a chat's messages) fill them.
+	Artifacts []Artifact
 }
 
 // Chat is the chat m was said in.

@@ -95,6 +95,12 @@ type Host interface {
 	// who must be a member. Refused like RoomHistory, and with
 	// ErrInvalidRequest when user cannot be a user ID.
 	InviteToRoom(ctx context.Context, platform, room, platformID, user string) error
+	// Artifact returns an artifact with its content if platformID's
+	// person may read it: it is shown with a message that answers them
+	// or that is in a room they may read, or a hand-off for them made
+	// it. Anything else, no such artifact included, is an error
+	// wrapping ErrUnknownArtifact.
+	Artifact(ctx context.Context, id, platformID string) (chat.Artifact, error)
 }
 
 // RoomJoin asks Host.JoinRoom to join a room.

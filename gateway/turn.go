@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,8 +90,8 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	}
 	o.ResumeID = reply.ResumeID
 	o.Artifacts = artifactRecords(reply.Artifacts, bot.ID)
-	if text != "" {
-		o.Posts = append(o.Posts, g.post(bot, t, to, text, ""))
+	if text != "" || len(o.Artifacts) > 0 {
+		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(o.Artifacts)), ""))
 	}
 	// A reply may itself hand work on (SPEC §1), in its text or by a
 	// brain's tool call.

@@ -46,6 +46,9 @@ type Entry struct {
 	// chat.Message).
 	ReplyToID int64
 	Failed    bool
+	// Artifacts are the files shown with the message, described (their
+	// Content empty): a platform that can show attachments lists them.
+	Artifacts []chat.Artifact
 }
 
 // Sender is a platform as the outbox sees it.

@@ -148,7 +148,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	logSkippedPlatforms(cfg, m.Logger)
 
 	generated := m.adminToken()
-	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}
+	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),

@@ -181,6 +181,27 @@ type messageFrame struct {
 	// a failed turn's apology (docs/protocol.md).
 	ReplyTo int64 `json:"reply_to,omitempty"`
 	Failed  bool  `json:"failed,omitempty"`
+	// Artifacts are the files shown with the message; left out when
+	// there are none.
+	Artifacts []artifactFrame `json:"artifacts,omitempty"`
+}
+
+// artifactFrame describes a file shown with a message; the page reads
+// its content from GET /artifacts/{id} (artifacts.go).
+type artifactFrame struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+}
+
+// artifactFrames describes arts for a message frame (nil for none).
+func artifactFrames(arts []chat.Artifact) []artifactFrame {
+	var out []artifactFrame
+	for _, a := range arts {
+		out = append(out, artifactFrame{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Size: a.Size})
+	}
+	return out
 }
 
 type delegationFrame struct {
@@ -213,7 +234,7 @@ func frameOf(m gateway.Shown) messageFrame {
 	f := messageFrame{
 		Type: "message", ID: m.ID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot, From: m.From,
 		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
-		ReplyTo: m.ReplyToID, Failed: m.Failed,
+		ReplyTo: m.ReplyToID, Failed: m.Failed, Artifacts: artifactFrames(m.Artifacts),
 	}
 	if m.Platform != gateway.PlatformWeb {
 		f.Platform = m.Platform

@@ -162,12 +162,14 @@ func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
 // Ready is closed once Run has started and /ws accepts connections.
 func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
-// Handler serves the page, the embed script, the assets and /ws.
+// Handler serves the page, the embed script, the assets, /ws and the
+// artifacts shown in chats.
 func (a *Adapter) Handler() http.Handler {
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", a.serveWS)
+	mux.HandleFunc("GET /artifacts/{id}", a.serveArtifact)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
@@ -318,7 +320,7 @@ func (a *Adapter) Send(ctx context.Context, m outbox.Entry) (string, error) {
 	f := messageFrame{
 		Type: "message", ID: m.MessageID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot,
 		From: m.From, Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
-		ReplyTo: m.ReplyToID, Failed: m.Failed,
+		ReplyTo: m.ReplyToID, Failed: m.Failed, Artifacts: artifactFrames(m.Artifacts),
 	}
 	written := make(chan error, len(conns))
 	for _, c := range conns {

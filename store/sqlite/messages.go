@@ -273,6 +273,9 @@ func (s *Store) ChatMessages(ctx context.Context, platform, chatID string, limit
 		FROM conversations c JOIN messages m ON m.conversation_id = c.id
 		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.kind = 'chat'
 		ORDER BY m.id DESC LIMIT ?) ORDER BY 1`, platform, chatID, limit))
+	if err == nil {
+		err = s.withArtifacts(ctx, msgs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: chat messages: %w", err)
 	}

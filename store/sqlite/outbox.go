@@ -91,6 +91,17 @@ func (s *Store) PendingOutbox(ctx context.Context) ([]outbox.Entry, error) {
 		}
 		out[i].Delegation = d.Ref()
 	}
+	ids := make([]int64, len(out))
+	for i, e := range out {
+		ids[i] = e.MessageID
+	}
+	shown, err := s.artifactsShown(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending outbox: %w", err)
+	}
+	for i := range out {
+		out[i].Artifacts = shown[out[i].MessageID]
+	}
 	return out, nil
 }
 

@@ -336,6 +336,15 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 		if hex.EncodeToString(sum[:]) != want.ContentSHA256 || arts[0].Size != want.Size {
 			t.Errorf("artifact %s content changed", want.ID)
 		}
+		// The message it was made with shows it (migration 0013).
+		var msg int64
+		if err := s.r.QueryRowContext(ctx, `SELECT message_id FROM artifacts WHERE id = ?`, want.ID).Scan(&msg); err != nil {
+			t.Fatal(err)
+		}
+		shown, err := s.artifactsShown(ctx, []int64{msg})
+		if err != nil || len(shown[msg]) != 1 || shown[msg][0].ID != want.ID || shown[msg][0].Content != nil {
+			t.Errorf("message %d shows %+v, %v; want artifact %s", msg, shown[msg], err, want.ID)
+		}
 	}
 
 	// Each dedupe key still names its message: a platform's redelivery

@@ -63,6 +63,8 @@ func Run(t *testing.T, f Factory) {
 		{"OutboxMarks", testOutboxMarks},
 		{"Delegations", testDelegations},
 		{"DelegationArtifacts", testDelegationArtifacts},
+		{"ArtifactsShown", testArtifactsShown},
+		{"ArtifactHolders", testArtifactHolders},
 		{"Rooms", testRooms},
 		{"RoomMembership", testRoomMembership},
 		{"RoomPersons", testRoomPersons},

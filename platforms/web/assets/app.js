@@ -195,6 +195,12 @@
     return s ? '?' + s : '';
   }
 
+  // Where an artifact's content is: /artifacts/{id} with the /ws credentials
+  // (SPEC §8), so previews and download links work as plain URLs.
+  function artifactUrl(id) {
+    return `/artifacts/${encodeURIComponent(id)}${wsQuery()}`;
+  }
+
   function wsUrl() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
     return `${proto}//${location.host}/ws${wsQuery()}`;
@@ -640,6 +646,7 @@
       delegation: raw.delegation && typeof raw.delegation === 'object' ? raw.delegation : null,
       failed: raw.failed === true,     // the apology of a failed brain turn
       replyTo: raw.reply_to != null ? String(raw.reply_to) : null,
+      artifacts: Array.isArray(raw.artifacts) ? raw.artifacts.filter((a) => a && a.id != null) : [],
     };
   }
 
@@ -1022,6 +1029,10 @@
     body.append(bubble);
     const failure = !human && m.failed ? failedTurn(div, bubble, m, conv) : null;
     if (!human && isHandoffNotice(m) && mayFold(m.text)) foldLongText(bubble, text);
+
+    if (m.artifacts && m.artifacts.length && window.SwitchboardAttachments) {
+      body.append(window.SwitchboardAttachments.list(m.artifacts, artifactUrl));
+    }
 
     if (m.delegation) body.append(delegTag(m.delegation, conv, m));
 
