@@ -12,7 +12,7 @@ export CGO_ENABLED := 1
 # from the module proxy once.
 export GOTOOLCHAIN := auto
 
-.PHONY: all build run test lint fuzz bench bench-go deps browser clean
+.PHONY: all build run test lint fuzz bench bench-go deps browser screenshots clean
 
 all: build
 
@@ -56,6 +56,12 @@ bench: deps
 # The Go micro-benchmarks (the in-process pipeline and others).
 bench-go: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The README's screenshots (docs/img/widget.png, widget-mobile.png,
+# dashboard.png): the gateway on the example configuration with a little
+# traffic, photographed by chromium at fixed sizes.
+screenshots: deps browser
+	SCREENSHOTS=docs/img $(GO) test -count=1 -run '^TestScreenshots$$' ./cmd/switchboard
 
 clean:
 	rm -rf bin

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
@@ -46,6 +48,11 @@ type Server struct {
 	Sessions    Sessions
 	Delegations Delegations
 	Artifacts   Artifacts
+	// Platforms reports the bots' platform connections; nil lists none.
+	Platforms Platforms
+	// Metrics is the registry /metrics serves, which GET /api/v1/health
+	// summarizes; nil answers that 503.
+	Metrics prometheus.Gatherer
 	// Token is the admin bearer token; it must not be empty.
 	Token  string
 	Logger *slog.Logger
@@ -54,8 +61,12 @@ type Server struct {
 	secure atomic.Bool
 	// dash holds the dashboard's cookie sessions.
 	dash dashboardSessions
-	// now is the clock for session expiry; nil means time.Now.
+	// now is the clock for session expiry and the health summary; nil
+	// means time.Now.
 	now func() time.Time
+	// traffic keeps samples of the message counters for the health
+	// summary's rates.
+	traffic traffic
 }
 
 // Handler returns the API and dashboard routes, all behind the token
@@ -70,6 +81,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/delegations", s.listDelegations)
 	mux.HandleFunc("GET /api/v1/delegations/{id}", s.getDelegation)
 	mux.HandleFunc("GET /api/v1/artifacts/{id}", s.artifact)
+	mux.HandleFunc("GET /api/v1/platforms", s.platforms)
+	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})

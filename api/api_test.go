@@ -161,7 +161,7 @@ func TestAuthRules(t *testing.T) {
 		{name: "get with cookie session", method: "GET", path: "/api/v1/bots", cred: cookie, status: 200},
 		{name: "head with cookie session", method: "HEAD", path: "/api/v1/bots", cred: cookie, status: 200},
 		{name: "dashboard with cookie session", method: "GET", path: "/dashboard", cred: cookie, status: 200},
-		{name: "dashboard without credentials", method: "GET", path: "/dashboard", status: 401, code: "unauthorized"},
+		{name: "dashboard without credentials", method: "GET", path: "/dashboard", status: 401}, // the sign-in page: TestLoginPage
 		{name: "cookie holding the token is refused", method: "GET", path: "/api/v1/bots", cred: tokenCookie, status: 401, code: "unauthorized"},
 		{name: "unknown session", method: "GET", path: "/api/v1/bots", cred: badCookie, status: 401, code: "unauthorized"},
 		{name: "expired session", method: "GET", path: "/api/v1/bots", cred: oldCookie, status: 401, code: "unauthorized"},

@@ -52,6 +52,11 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			return
 		}
 		if msg := s.authenticate(r, safe); msg != "" {
+			if safe && r.URL.Path == "/dashboard" {
+				// A person in a browser: the sign-in form, not JSON.
+				s.loginPage(w, loginReason(r))
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			refuse(w, http.StatusUnauthorized, "unauthorized", msg)
 			return
@@ -102,7 +107,7 @@ func (s *Server) authenticate(r *http.Request, safe bool) string {
 // history.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if !s.validToken(r.URL.Query().Get("token")) {
-		refuse(w, http.StatusUnauthorized, "unauthorized", "bad admin token")
+		s.loginPage(w, loginView{Error: "That is not the admin token. Check it and try again."})
 		return
 	}
 	id, err := s.dash.start(s.clock())
@@ -117,6 +122,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if s.Logger != nil {
 		s.Logger.Info("dashboard session started", "remote", r.RemoteAddr)
 	}
+	// The token was in this request's URL: keep it out of the Referer of
+	// whatever the next page loads.
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	http.Redirect(w, r, "/dashboard", http.StatusSeeOther)
 }
 
@@ -155,9 +163,13 @@ func isJSON(ct string) bool {
 func refuse(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Connection", "close")
 	writeError(w, status, code, msg)
-	// Reading the rest of the body now fails at once; the answer is
-	// already written. A ResponseWriter without deadlines (a test
-	// recorder) has no connection to hold.
+	endRead(w)
+}
+
+// endRead makes reading the rest of a refused request's body fail at
+// once; the answer is already written. A ResponseWriter without
+// deadlines (a test recorder) has no connection to hold.
+func endRead(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 

@@ -51,7 +51,7 @@ func items(body map[string]any) []map[string]any {
 
 func TestAdminAPIRequiresToken(t *testing.T) {
 	m := startMain(t, configDir(t))
-	for _, path := range []string{"/api/v1/bots", "/api/v1/users", "/api/v1/sessions", "/api/v1/sessions/x/messages", "/dashboard"} {
+	for _, path := range []string{"/api/v1/bots", "/api/v1/users", "/api/v1/sessions", "/api/v1/sessions/x/messages", "/api/v1/platforms", "/api/v1/health"} {
 		for _, token := range []string{"", "wrong"} {
 			status, body := apiGet(t, m, path, token)
 			if status != http.StatusUnauthorized {
@@ -94,8 +94,58 @@ func TestGeneratedAdminTokenPrintedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if n := strings.Count(out.String(), m.AdminToken); n != 1 || !strings.Contains(out.String(), "/dashboard?token=") {
+	want := "http://" + m.Addr() + "/dashboard?token=" + m.AdminToken
+	if n := strings.Count(out.String(), m.AdminToken); n != 1 || !strings.Contains(out.String(), want) {
 		t.Errorf("stdout = %q; want the dashboard URL with the token once", out.String())
+	}
+}
+
+// With the token set by the operator, start-up still says where the
+// dashboard is, without the token.
+func TestDashboardURLPrintedWithoutSetToken(t *testing.T) {
+	var out strings.Builder
+	t.Setenv("SWITCHBOARD_ADMIN_TOKEN", "operator-token")
+	m := &Main{ConfigDir: configDir(t), Listen: "127.0.0.1:0", Logger: testLogger(t), Stdout: &out}
+	if err := m.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !strings.Contains(out.String(), "Dashboard: http://"+m.Addr()+"/dashboard ") || strings.Contains(out.String(), "operator-token") {
+		t.Errorf("stdout = %q; want the dashboard URL without the token", out.String())
+	}
+}
+
+// A browser without a session is shown the sign-in page, where a wrong
+// token says so and the right one opens the dashboard.
+func TestDashboardSignInPage(t *testing.T) {
+	m := startMain(t, configDir(t))
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + m.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := get("/dashboard")
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, `name="token"`) {
+		t.Errorf("/dashboard without a session: %d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if _, body = get("/dashboard?token=wrong"); !strings.Contains(body, "That is not the admin token") {
+		t.Errorf("wrong token page:\n%s", body)
+	}
+	jar := &cookieJar{}
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get("http://" + m.Addr() + "/dashboard?token=" + url.QueryEscape(m.AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `id="health"`) {
+		t.Errorf("signed in: %d\n%s", resp.StatusCode, b)
 	}
 }
 

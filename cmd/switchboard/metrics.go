@@ -54,6 +54,11 @@ func newObserver() *observer {
 		retries:     counter("switchboard_outbox_retries_total", "Deliveries retried, by platform.", "platform"),
 	}
 	reg.MustRegister(o.brain)
+	// The start time makes uptime readable from the metrics alone (no
+	// process collector is registered).
+	start := prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchboard_start_time_seconds", Help: "When the gateway started, in seconds since the Unix epoch."})
+	start.Set(float64(time.Now().UnixNano()) / 1e9)
+	reg.MustRegister(start)
 	// A vector with no series is left out of the exposition altogether, so
 	// the label values known in advance start at zero: every counter is
 	// listed from the first scrape, and rate() sees its first increase.
@@ -76,26 +81,34 @@ func (o *observer) BrainTurn(bot, kind string, d time.Duration) {
 	o.brain.WithLabelValues(bot, kind).Observe(d.Seconds())
 }
 
-// queueDepthWait bounds the store read behind the queue depth gauge.
-const queueDepthWait = 2 * time.Second
+// storeGaugeWait bounds the store read behind a gauge read at each
+// scrape.
+const storeGaugeWait = 2 * time.Second
 
-// gauge adds the session queue depth: the turns not yet answered, read
-// from the store at each scrape (NaN when it cannot be read). It is
-// called once per observer: a second call panics on the duplicate.
-func (o *observer) gauge(depth func(context.Context) (int, error)) {
-	o.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "switchboard_session_queue_depth",
-		Help: "Turns queued or running.",
-	}, func() float64 {
-		ctx, cancel := context.WithTimeout(context.Background(), queueDepthWait)
+// gauges adds the gauges read from the store at each scrape (NaN when
+// it cannot be read): the session queue depth (the turns not yet
+// answered) and the outbox's pending replies. It is called once per
+// observer: a second call panics on the duplicates.
+func (o *observer) gauges(queueDepth, outboxPending func(context.Context) (int, error)) {
+	o.storeGauge("switchboard_session_queue_depth", "Turns queued or running.", queueDepth)
+	o.storeGauge("switchboard_outbox_pending", "Replies stored and not yet delivered or given up.", outboxPending)
+}
+
+func (o *observer) storeGauge(name, help string, read func(context.Context) (int, error)) {
+	o.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), storeGaugeWait)
 		defer cancel()
-		n, err := depth(ctx)
+		n, err := read(ctx)
 		if err != nil {
 			return math.NaN()
 		}
 		return float64(n)
 	}))
 }
+
+// Gatherer is the registry behind /metrics, which the admin API's health
+// summary reads too.
+func (o *observer) Gatherer() prometheus.Gatherer { return o.reg }
 
 // ServeHTTP serves /metrics in the format the scraper asks for (the text
 // format when it asks for none).

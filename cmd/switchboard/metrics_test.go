@@ -88,7 +88,7 @@ func leValue(v float64) string {
 // the series the events add.
 func TestObserverMetrics(t *testing.T) {
 	o := newObserver()
-	o.gauge(func(context.Context) (int, error) { return 4, nil })
+	o.gauges(func(context.Context) (int, error) { return 4, nil }, func(context.Context) (int, error) { return 7, nil })
 
 	o.EventIn("web")
 	o.EventIn("web")
@@ -111,6 +111,8 @@ func TestObserverMetrics(t *testing.T) {
 		"# TYPE switchboard_delegations_total counter",
 		"# TYPE switchboard_outbox_retries_total counter",
 		"# TYPE switchboard_session_queue_depth gauge",
+		"# TYPE switchboard_outbox_pending gauge",
+		"# TYPE switchboard_start_time_seconds gauge",
 		"# HELP switchboard_brain_seconds Time brains take for a turn.",
 		"# HELP switchboard_events_in_total Inbound messages stored, by platform.",
 	} {
@@ -140,10 +142,14 @@ func TestObserverMetrics(t *testing.T) {
 		{`switchboard_brain_seconds_count{bot="ada",kind="script"}`, 2},
 		{`switchboard_brain_seconds_sum{bot="ada",kind="script"}`, 3.02},
 		{"switchboard_session_queue_depth", 4},
+		{"switchboard_outbox_pending", 7},
 	} {
 		if got, ok := vals[tt.series]; !ok || math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("%s = %v (present %v), want %v\n%s", tt.series, got, ok, tt.want, body)
 		}
+	}
+	if start := vals["switchboard_start_time_seconds"]; math.Abs(start-float64(time.Now().Unix())) > 60 {
+		t.Errorf("switchboard_start_time_seconds = %v, want about now", start)
 	}
 	// Only Switchboard's own metrics: no Go runtime or process collectors.
 	for series := range vals {

@@ -72,6 +72,7 @@ type Main struct {
 	web      *web.Adapter
 	admin    *api.Server
 	obs      *observer
+	links    *linkBoard
 	discord  *discord.Platform
 	telegram *telegram.Platform
 	brains   brainSet
@@ -129,15 +130,16 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.obs = newObserver()
 	m.retain = retention.NewJob(m.store, retentionPolicy(cfg), retention.Options{Logger: m.Logger})
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs})
-	m.obs.gauge(m.gw.QueueDepth)
+	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
 	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
 	if err := makeWorkRoot(m.brains.workRoot); err != nil {
 		return err
 	}
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.
-	m.discord = discord.New(discord.Options{Logger: m.Logger})
-	m.telegram = telegram.New(telegram.Options{Logger: m.Logger})
+	m.links = newLinkBoard()
+	m.discord = discord.New(discord.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformDiscord)})
+	m.telegram = telegram.New(telegram.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformTelegram)})
 	if err := m.apply(cfg); err != nil {
 		return err
 	}
@@ -148,7 +150,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	logSkippedPlatforms(cfg, m.Logger)
 
 	generated := m.adminToken()
-	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Token: m.AdminToken, Logger: m.Logger}
+	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Platforms: m.links,
+		Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),
@@ -181,6 +184,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if generated {
 		// Printed once, on standard output only: never logged.
 		fmt.Fprintf(m.Stdout, "Dashboard (admin token generated for this run): http://%s/dashboard?token=%s\n", m.Addr(), m.AdminToken)
+	} else {
+		fmt.Fprintf(m.Stdout, "Dashboard: http://%s/dashboard (sign in with SWITCHBOARD_ADMIN_TOKEN)\n", m.Addr())
 	}
 	return nil
 }

@@ -38,6 +38,10 @@ func (m *Main) apply(cfg *config.Config) error {
 	limits := delegation.DefaultLimits
 	limits.MaxDepth, limits.Cooldown = d.MaxDepth, d.Cooldown
 	m.gw.SetDelegation(gateway.DelegationSettings{Limits: limits, ContextMessages: d.ContextMessages, Timeout: d.Timeout})
+	if m.links != nil {
+		// Before the platforms, which report on the new settings.
+		m.links.configure(cfg)
+	}
 	if m.discord != nil {
 		m.discord.Configure(discordBots(cfg))
 	}

@@ -184,6 +184,7 @@ func (c *botConn) run(ctx context.Context) {
 		}
 	}
 	wait := minReconnect
+	c.p.reportState(c.cfg.BotID, gateway.LinkConnecting, nil)
 	for {
 		// Open blocks on reads without deadlines; ending ctx unblocks it.
 		unwatch := context.AfterFunc(ctx, kill)
@@ -194,18 +195,22 @@ func (c *botConn) run(ctx context.Context) {
 			return
 		case err == nil || errors.Is(err, discordgo.ErrWSAlreadyOpen):
 			wait = minReconnect
+			c.p.reportState(c.cfg.BotID, gateway.LinkConnected, nil)
 			select {
 			case <-ctx.Done():
 				return
 			case <-c.disconnected:
 				c.log.Info("discord gateway connection lost; resuming")
+				c.p.reportState(c.cfg.BotID, gateway.LinkConnecting, nil)
 			}
 		case refused(err):
 			c.log.Error("discord gateway refused the bot; check its token and intents", "err", err)
+			c.p.reportState(c.cfg.BotID, gateway.LinkFailing, fmt.Errorf("the gateway refused the bot; check its token and intents: %w", err))
 			<-ctx.Done()
 			return
 		default:
 			c.log.Warn("discord gateway connect failed; retrying", "err", err, "wait", wait)
+			c.p.reportState(c.cfg.BotID, gateway.LinkFailing, err)
 			select {
 			case <-ctx.Done():
 				return

@@ -39,6 +39,11 @@ type Options struct {
 	Pace Pace
 	// RequestTimeout bounds one REST request; 15 s when zero.
 	RequestTimeout time.Duration
+	// Report, if set, hears each bot's connection state as it changes:
+	// connecting at start and while resuming a dropped connection,
+	// connected once the gateway session is open, failing with the error
+	// of a failed connect (a refused token stays failing).
+	Report gateway.LinkReport
 }
 
 // BotConfig is one bot's Discord settings.
@@ -71,6 +76,7 @@ type Platform struct {
 	log     *slog.Logger
 	timeout time.Duration
 	pacer   *pacer
+	report  gateway.LinkReport
 
 	mu   sync.Mutex
 	bots map[string]*botConn // Switchboard bot ID → connection
@@ -113,6 +119,7 @@ func New(opts Options) *Platform {
 	return &Platform{
 		log:     opts.Logger.With("platform", gateway.PlatformDiscord),
 		timeout: opts.RequestTimeout,
+		report:  opts.Report,
 		pacer:   newPacer(opts.Pace, opts.Now),
 		bots:    make(map[string]*botConn),
 		users:   make(map[string]string),
@@ -159,6 +166,7 @@ func (p *Platform) Configure(bots []BotConfig) {
 		c, err := newBotConn(p, cfg)
 		if err != nil {
 			p.log.Error("discord bot skipped", "bot", id, "err", err)
+			p.reportState(id, gateway.LinkFailing, err)
 			continue
 		}
 		if old != nil {
@@ -173,6 +181,13 @@ func (p *Platform) Configure(bots []BotConfig) {
 		if p.run != nil {
 			c.start(p.run)
 		}
+	}
+}
+
+// reportState passes a bot's connection state to Options.Report.
+func (p *Platform) reportState(bot, state string, err error) {
+	if p.report != nil {
+		p.report(bot, state, err)
 	}
 }
 

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -42,6 +43,9 @@ type conn struct {
 	done chan struct{}
 	// hookMu handles a webhook bot's updates one at a time, in order.
 	hookMu sync.Mutex
+	// state and stateErr are the last connection state reported
+	// (setState); only run's goroutine touches them.
+	state, stateErr string
 
 	// Guarded by p.mu.
 	started, stopped bool
@@ -103,6 +107,7 @@ func (c *conn) run(ctx context.Context, host gateway.Host) {
 		c.prev = nil
 	}
 	c.host = host
+	c.setState(gateway.LinkConnecting, nil)
 	var me *models.User
 	err := c.retry(ctx, "getMe", func(ctx context.Context) (err error) {
 		me, err = c.client.GetMe(ctx)
@@ -126,6 +131,7 @@ func (c *conn) run(ctx context.Context, host gateway.Host) {
 			return err
 		})
 		if err == nil {
+			c.setState(gateway.LinkConnected, nil)
 			<-ctx.Done()
 		}
 		return
@@ -137,6 +143,7 @@ func (c *conn) run(ctx context.Context, host gateway.Host) {
 	if err != nil {
 		return
 	}
+	c.setState(gateway.LinkConnected, nil)
 	c.poll(ctx) // returns when ctx ends
 }
 
@@ -160,6 +167,7 @@ func (c *conn) retry(ctx context.Context, what string, fn func(context.Context) 
 			d = time.Duration(tm.RetryAfter) * time.Second
 		}
 		c.log.Warn("telegram "+what+" failed; retrying", "wait", d, "err", err)
+		c.setState(gateway.LinkFailing, fmt.Errorf("%s: %w", what, err))
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -169,6 +177,22 @@ func (c *conn) retry(ctx context.Context, what string, fn func(context.Context) 
 		}
 		wait = min(2*wait, maxRetryWait)
 	}
+}
+
+// setState reports the connection's state when it changed (a new error
+// while failing counts as a change), with the token kept out of the
+// error.
+func (c *conn) setState(state string, err error) {
+	msg := ""
+	if err != nil {
+		err = redactToken(err, c.cfg.Token)
+		msg = err.Error()
+	}
+	if state == c.state && msg == c.stateErr {
+		return
+	}
+	c.state, c.stateErr = state, msg
+	c.p.reportState(c.cfg.BotID, state, err)
 }
 
 // tokenID is the bot's user ID, the part of its token before ':'.

@@ -49,6 +49,11 @@ type Options struct {
 	// RetryWait is the first wait after a failed getMe, setWebhook or
 	// deleteWebhook at a bot's start; it doubles up to 30 s.
 	RetryWait time.Duration
+	// Report, if set, hears each bot's connection state as it changes:
+	// connecting at start, connected once Telegram accepted the bot
+	// (getMe, then setWebhook or the first poll), failing with the
+	// error of a failed call while the bot retries.
+	Report gateway.LinkReport
 }
 
 // BotConfig is one bot's Telegram connection.
@@ -83,6 +88,7 @@ type Platform struct {
 	sendTimeout time.Duration
 	retryWait   time.Duration
 	pacer       *pacer
+	report      gateway.LinkReport
 
 	mu         sync.Mutex
 	conns      map[string]*conn // by bot ID
@@ -128,6 +134,7 @@ func New(opts Options) *Platform {
 		pollTimeout: opts.PollTimeout,
 		sendTimeout: opts.SendTimeout,
 		retryWait:   opts.RetryWait,
+		report:      opts.Report,
 		pacer:       newPacer(opts.Limits.withDefaults(), opts.Now),
 		conns:       make(map[string]*conn),
 		offsets:     make(map[string]int64),
@@ -154,6 +161,7 @@ func (p *Platform) Configure(bots []BotConfig) {
 		}
 		if err := validate(cfg); err != nil {
 			p.log.Error("telegram bot skipped", "bot", cfg.BotID, "err", err)
+			p.reportState(cfg.BotID, gateway.LinkFailing, err)
 			continue
 		}
 		if _, dup := next[cfg.BotID]; dup {
@@ -163,6 +171,7 @@ func (p *Platform) Configure(bots []BotConfig) {
 		if other, dup := tokens[cfg.Token]; dup {
 			// Two pollers of one token would take turns failing.
 			p.log.Error("telegram bot skipped: it has the same token as another bot", "bot", cfg.BotID, "other", other)
+			p.reportState(cfg.BotID, gateway.LinkFailing, errors.New("it has the same token as bot "+other))
 			continue
 		}
 		tokens[cfg.Token] = cfg.BotID
@@ -187,6 +196,7 @@ func (p *Platform) Configure(bots []BotConfig) {
 		c, err := p.newConn(cfg, prev)
 		if err != nil {
 			p.log.Error("telegram bot skipped", "bot", cfg.BotID, "err", err)
+			p.reportState(cfg.BotID, gateway.LinkFailing, redactToken(err, cfg.Token))
 			continue
 		}
 		next[cfg.BotID] = c
@@ -201,6 +211,13 @@ func (p *Platform) Configure(bots []BotConfig) {
 		for _, c := range next {
 			p.startLocked(c)
 		}
+	}
+}
+
+// reportState passes a bot's connection state to Options.Report.
+func (p *Platform) reportState(bot, state string, err error) {
+	if p.report != nil {
+		p.report(bot, state, err)
 	}
 }
 

@@ -43,12 +43,14 @@ polling:
 				d = time.Duration(tm.RetryAfter) * time.Second
 			}
 			c.log.Warn("telegram getUpdates failed; retrying", "wait", d, "err", err)
+			c.setState(gateway.LinkFailing, err)
 			if sleepCtx(ctx, d) != nil {
 				return
 			}
 			wait = min(2*wait, maxRetryWait)
 			continue
 		}
+		c.setState(gateway.LinkConnected, nil)
 		for i := range upds {
 			err := c.p.deliver(ctx, c, c.host, &upds[i])
 			switch {

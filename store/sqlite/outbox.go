@@ -105,6 +105,16 @@ func (s *Store) PendingOutbox(ctx context.Context) ([]outbox.Entry, error) {
 	return out, nil
 }
 
+// OutboxPending counts the replies stored and not yet delivered or given
+// up.
+func (s *Store) OutboxPending(ctx context.Context) (int, error) {
+	var n int
+	if err := s.scanOne(ctx, `SELECT COUNT(*) FROM outbox WHERE status = 'pending'`, nil, &n); err != nil {
+		return 0, fmt.Errorf("store: outbox pending: %w", err)
+	}
+	return n, nil
+}
+
 // MarkSent implements outbox.Store. A platform's message ID is kept,
 // with every part's, so that a reply to it can be traced to its bot.
 func (s *Store) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {

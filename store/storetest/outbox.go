@@ -38,6 +38,9 @@ func testOutboxMarks(t *testing.T, f Factory) {
 	if err != nil || len(pending) != 2 {
 		t.Fatalf("pending = %+v, %v", pending, err)
 	}
+	if n, err := s.OutboxPending(ctx); err != nil || n != 2 {
+		t.Errorf("outbox pending = %d, %v; want 2", n, err)
+	}
 	if p := pending[0]; p.OutboxID != long.OutboxID || p.PartsSent != 1 || p.Attempt != 0 {
 		t.Errorf("split entry = %+v, want 1 part sent", p)
 	}
@@ -56,6 +59,9 @@ func testOutboxMarks(t *testing.T, f Factory) {
 	must("mark sent", s.MarkSent(ctx, retry.OutboxID, ""))
 	if pending, err := s.PendingOutbox(ctx); err != nil || len(pending) != 0 {
 		t.Errorf("pending after every mark = %+v, %v", pending, err)
+	}
+	if n, err := s.OutboxPending(ctx); err != nil || n != 0 {
+		t.Errorf("outbox pending after every mark = %d, %v; want 0", n, err)
 	}
 
 	// The web knows a message by its ID.

@@ -27,6 +27,9 @@ type Store interface {
 	// ListSessions returns the sessions matching f, most recently
 	// updated first.
 	ListSessions(ctx context.Context, f sessions.Filter) ([]sessions.Session, error)
+	// OutboxPending counts the outbox entries not yet delivered or
+	// given up (what PendingOutbox lists).
+	OutboxPending(ctx context.Context) (int, error)
 	// Secret returns the named random secret, made with n random bytes
 	// on first use; it survives a reopen.
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
