@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,4 +144,22 @@ func TestFilesOnlyReply(t *testing.T) {
 		t.Errorf("reply = %q showing %+v", e.Text, e.Artifacts)
 	}
 	readable(t, h, e.Artifacts[0].ID, "web-ann", true)
+}
+
+// TestHandOffOfFilesOnly: a hand-off whose target answers with files
+// alone is reported by their names, in the target's chat and in the
+// asking bot's notice.
+func TestHandOffOfFilesOnly(t *testing.T) {
+	files := brainFunc(func(context.Context, brains.Turn) (brains.Reply, error) {
+		return brains.Reply{Artifacts: []brains.Artifact{{Name: "plan.md", MediaType: "text/markdown", Content: []byte("# plan")}}}, nil
+	})
+	h := newHarness(t, dbot("mattyatlas", "Matty Atlas", echo, "finnshipley"), dbot("finnshipley", "Finn Shipley", files))
+	h.deliver(private("web-ann", "mattyatlas", "1", "Tell Finn Shipley to draw the plan."))
+	var texts []string
+	for range 3 {
+		texts = append(texts, h.plat.next(t).Text)
+	}
+	if !slices.Contains(texts, "Attached: plan.md") || !slices.Contains(texts, "Finn Shipley finished: Attached: plan.md") {
+		t.Errorf("messages = %q", texts)
+	}
 }

@@ -76,12 +76,12 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 	}
 
 	o.Artifacts = arts
-	if text != "" || len(arts) > 0 {
-		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(arts)), d.ID))
-	}
+	// A reply of files alone is shown, and reported back, by their names.
+	shown := cmp.Or(text, attachedNote(arts))
+	o.Posts = append(o.Posts, g.post(bot, t, to, shown, d.ID))
 	o.Update = &delegation.Update{ID: d.ID, Status: delegation.StatusDone, Result: text}
 	d.Status = delegation.StatusDone
-	o = g.callBack(o, roster, d, to, delegation.Callback(bot.ID, d.Task, text), delegation.Finished(bot.Name, text))
+	o = g.callBack(o, roster, d, to, delegation.Callback(bot.ID, d.Task, shown), delegation.Finished(bot.Name, shown))
 
 	// The reply may hand work on: a nested delegation at depth + 1.
 	if text != "" || len(reply.Handoffs) > 0 {
