@@ -61,8 +61,11 @@ func signIn(t *testing.T, ctx context.Context, m *Main) {
 // it alone is refused.
 func TestBrowserDashboard(t *testing.T) {
 	t.Setenv("SB_TEST_WEB_SECRET", "k")
-	m := startMain(t, configDir(t))
+	m := startMain(t, artifactConfigDir(t))
 	bryan := dial(t, m.Addr(), url.Values{"user": {"bryan"}, "sig": {web.Sign([]byte("k"), "bryan")}})
+	bryan.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "the checklist, please", "client_id": "0"})
+	bryan.expect("ack")
+	bryan.expect("message")
 	bryan.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "Tell Finn to build the login page", "client_id": "1"})
 	bryan.expect("ack")
 	c := dial(t, m.Addr(), nil)
@@ -124,6 +127,16 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	if got := attr(t, ctx, `#messages .msg[data-kind="chat"] .msg-name`, "title"); got != "web-bryan → user-bryan" {
 		t.Errorf("Bryan's message title = %q", got)
+	}
+	// Matty's checklist shows as links to the admin's artifact
+	// endpoint, which the cookie reads.
+	if got := text(t, ctx, `#messages .msg-file`); !strings.HasPrefix(got, "launch-checklist.md · ") {
+		t.Errorf("file link = %q", got)
+	}
+	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(document.querySelector("#messages .msg-file").href, {credentials: "same-origin"}).then(r => r.text())`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || !strings.HasPrefix(body, "# Launch checklist") {
+		t.Errorf("the checklist through its link = %q, %v", body, err)
 	}
 	// The kind filter keeps one kind.
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#kind-filter button[data-kind="system"]`))); err != nil {
