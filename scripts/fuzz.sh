@@ -11,7 +11,10 @@ targets=0
 for pkg in $("$GO" list ./...); do
   for fn in $("$GO" test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "fuzz: $pkg $fn ($FUZZTIME)"
-    "$GO" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg" >/dev/null
+    if ! out=$("$GO" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
+      printf '%s\n' "$out" | grep -v '^fuzz: elapsed' >&2
+      exit 1
+    fi
     targets=$((targets + 1))
   done
 done

@@ -303,7 +303,9 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("bad finding %+v", fd)
 			}
 		}
-		if d := time.Since(start); d > 5*time.Second {
+		// A hang detector, not a speed target: Check bounds the sample
+		// runs it makes, and a loaded CI machine must not fail this.
+		if d := time.Since(start); d > 30*time.Second {
 			t.Fatalf("Check took %v", d)
 		}
 	})
