@@ -12,7 +12,7 @@ export CGO_ENABLED := 1
 # from the module proxy once.
 export GOTOOLCHAIN := auto
 
-.PHONY: all build run test lint fuzz bench bench-go deps browser clean
+.PHONY: all build run test lint fuzz bench bench-go deps browser postgres clean
 
 all: build
 
@@ -28,12 +28,22 @@ run: build
 	./$(BIN) serve --config .
 
 # Every test, with the race detector. Browser tests need Debian's chromium,
-# which scripts/ensure-chromium.sh installs when it is missing.
-test: deps browser
+# which scripts/ensure-chromium.sh installs when it is missing; PostgreSQL
+# tests need a server, which scripts/ensure-postgres.sh installs and starts
+# (a throwaway cluster, left running for the next run; stop it with
+# `scripts/ensure-postgres.sh stop`).
+test: deps browser postgres
 	$(GO) test -race -count=1 -timeout 14m ./...
 
 browser:
 	@scripts/ensure-chromium.sh
+
+# Without a server the PostgreSQL tests are skipped, except under CI=true,
+# where this target fails the run. SWITCHBOARD_TEST_POSTGRES, a URL, names
+# a server of your own instead.
+postgres:
+	@[ -n "$${SWITCHBOARD_TEST_POSTGRES:-}" ] || scripts/ensure-postgres.sh >/dev/null || \
+		{ [ "$${CI:-}" != true ] && echo "make: PostgreSQL tests will be skipped" >&2; }
 
 lint: deps
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
