@@ -84,6 +84,18 @@ type Main struct {
 	errs   []error
 }
 
+// refusePostgres checks the variable gateway.database_env names, as SPEC
+// §11 says serve does, and then refuses to start: this build has no
+// PostgreSQL store yet. Neither error shows the URL's password.
+func refusePostgres(cfg *config.Config) error {
+	u, err := cfg.PostgresURL(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("gateway.database_env: $%s names the PostgreSQL database %s, but this build of switchboard has no PostgreSQL store yet; use gateway.database (a SQLite file)",
+		cfg.Gateway.DatabaseEnv, config.RedactURL(u))
+}
+
 // Run loads the configuration, opens the store, starts the platforms and
 // the HTTP server, and returns once the gateway is serving. If a component
 // fails to start, the ones already started are stopped.
@@ -106,6 +118,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	cfg := m.watcher.Current()
 
+	if cfg.Gateway.DatabaseEnv != "" {
+		return refusePostgres(cfg)
+	}
 	m.store, err = sqlite.Open(ctx, cfg.DatabasePath(), sqlite.WithLogger(m.Logger))
 	if err != nil {
 		return err
