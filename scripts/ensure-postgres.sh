@@ -82,16 +82,25 @@ read_state() {
   [ -n "$dir" ] && [ -n "$port" ] && [ -n "$url" ]
 }
 
+# running reports whether the server of the recorded cluster's directory
+# runs: the process its postmaster.pid names exists and is that
+# directory's server, not another process that got the same ID after a
+# crash or a reboot.
+running() {
+  local pid
+  pid=$(sed -n 1p "$dir/data/postmaster.pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-D $dir/data"
+}
+
 # alive reports whether the recorded cluster's server is running and
 # accepting connections on its port. pg_isready alone is not enough: after
 # a crash another server may have taken the port. A server still starting
 # or shutting down is waited for.
 alive() {
-  local pidfile="$dir/data/postmaster.pid" pid pidport rc tries=0
-  [ -f "$pidfile" ] || return 1
-  pid=$(sed -n 1p "$pidfile")
-  pidport=$(sed -n 4p "$pidfile")
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ "$pidport" = "$port" ] || return 1
+  local rc tries=0
+  running || return 1
+  [ "$(sed -n 4p "$dir/data/postmaster.pid")" = "$port" ] || return 1
   while :; do
     rc=0
     "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres -t 10 || rc=$?
@@ -110,13 +119,13 @@ alive() {
 # remove_cluster stops the recorded server if it still runs and deletes
 # its directory. Only a directory this script made is deleted.
 remove_cluster() {
-  local pidfile="$dir/data/postmaster.pid" shm=""
-  if [ -f "$pidfile" ]; then
-    shm=$(sed -n 7p "$pidfile")
+  local shm
+  shm=$(sed -n 7p "$dir/data/postmaster.pid" 2>/dev/null) || true
+  if running; then
     as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >/dev/null 2>&1 ||
       as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
   fi
-  remove_shm $shm
+  running || remove_shm $shm
   case $dir in
     */switchboard-pg.*) [ -d "$dir" ] && rm -rf -- "$dir" ;;
   esac
@@ -161,7 +170,7 @@ new_dir() {
 # directory and exits.
 start_failed() {
   tail -n 20 "$2" >&2 2>/dev/null || true
-  if [ -f "$dir/data/postmaster.pid" ]; then # a server too slow to start
+  if running; then # a server too slow to start
     as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
   fi
   rm -rf -- "$dir"
