@@ -45,6 +45,7 @@ type Server struct {
 	Config      Config
 	Sessions    Sessions
 	Delegations Delegations
+	Artifacts   Artifacts
 	// Token is the admin bearer token; it must not be empty.
 	Token  string
 	Logger *slog.Logger
@@ -68,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/delegations", s.postDelegation)
 	mux.HandleFunc("GET /api/v1/delegations", s.listDelegations)
 	mux.HandleFunc("GET /api/v1/delegations/{id}", s.getDelegation)
+	mux.HandleFunc("GET /api/v1/artifacts/{id}", s.artifact)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})
@@ -176,6 +178,11 @@ type messageJSON struct {
 	From     chat.Party `json:"from"`
 	Text     string     `json:"text"`
 	Time     string     `json:"time"`
+	// Failed marks the apology of a turn whose brain failed.
+	Failed bool `json:"failed,omitempty"`
+	// Artifacts are the files shown with the message (GET
+	// /api/v1/artifacts/{id} reads each); left out when none.
+	Artifacts []artifactJSON `json:"artifacts,omitempty"`
 }
 
 func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +213,8 @@ func (s *Server) sessionMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]messageJSON, 0, len(msgs))
 	for _, m := range msgs {
-		items = append(items, messageJSON{ID: m.ID, Kind: m.Kind, Chat: m.ChatID, Platform: m.Platform, From: m.From, Text: m.Text, Time: rfc3339(m.Time)})
+		items = append(items, messageJSON{ID: m.ID, Kind: m.Kind, Chat: m.ChatID, Platform: m.Platform, From: m.From, Text: m.Text, Time: rfc3339(m.Time),
+			Failed: m.Failed, Artifacts: artifactsOf(m.Artifacts)})
 	}
 	writeList(w, items)
 }

@@ -91,7 +91,7 @@ func newFixture(t *testing.T) *fixture {
 		store.Close()
 	})
 	f := &fixture{calls: &countingDelegations{Gateway: gw}, clock: &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
-	f.s = &Server{Config: gw, Sessions: store, Delegations: f.calls, Token: testToken, Logger: log, now: f.clock.Now}
+	f.s = &Server{Config: gw, Sessions: store, Delegations: f.calls, Artifacts: store, Token: testToken, Logger: log, now: f.clock.Now}
 	f.h = f.s.Handler()
 	return f
 }

@@ -73,6 +73,17 @@ type Message struct {
 	Time    time.Time
 	// DelegationID links a message to the hand-off it belongs to.
 	DelegationID string
+	// ReplyToID is the ID of the stored message this one answers (a
+	// bot's reply to the person's message that started its turn), 0
+	// when none.
+	ReplyToID int64
+	// Failed marks a bot's message that stands for a failed turn: the
+	// apology said when its brain failed, timed out or gave bad output.
+	Failed bool
+	// Artifacts are the files shown with the message, described (their
+	// Content empty), in the order they were made. The reads that show
+	// messages to people (a session's or a chat's messages) fill them.
+	Artifacts []Artifact
 }
 
 // Chat is the chat m was said in.

@@ -18,10 +18,14 @@ type Error struct {
 	Key string
 	// Message says what is wrong.
 	Message string
+	// Warning marks a problem that does not stop the configuration from
+	// loading: something that is valid but probably not what was meant.
+	Warning bool
 }
 
 // Error formats the problem as "bots.yaml:14: bots[1].brain.kind: message",
-// leaving out the line when unknown and the key when empty.
+// leaving out the line when unknown and the key when empty; a warning's
+// message starts with "warning: ".
 func (e Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -34,11 +38,15 @@ func (e Error) Error() string {
 		b.WriteString(e.Key)
 		b.WriteString(": ")
 	}
+	if e.Warning {
+		b.WriteString("warning: ")
+	}
 	b.WriteString(e.Message)
 	return b.String()
 }
 
 // Errors is every problem found in one Load, sorted by file then line.
+// It holds at least one error; warnings found with errors are among them.
 type Errors []Error
 
 // Error lists the problems one per line, sorted by file then line.
@@ -88,6 +96,19 @@ func (r *report) structuralf(key string, line int, format string, args ...any) {
 // errorf records a problem with a decoded value at key, unless the key is
 // already covered by a structural problem.
 func (r *report) errorf(key, format string, args ...any) {
+	r.add(Error{Key: key, Line: r.doc.line(key), Message: fmt.Sprintf(format, args...)})
+}
+
+// warnf records a warning about a decoded value at key, unless the key is
+// already covered by a structural problem.
+func (r *report) warnf(key, format string, args ...any) {
+	r.add(Error{Key: key, Line: r.doc.line(key), Message: fmt.Sprintf(format, args...), Warning: true})
+}
+
+// add records e in the report's file, unless its key is already covered
+// by a structural problem.
+func (r *report) add(e Error) {
+	key := e.Key
 	// The key and each of its ancestors ("bots[1].brain", "bots[1]",
 	// "bots", ""), looked up rather than compared with every structural
 	// problem: a file may have thousands of both.
@@ -104,5 +125,18 @@ func (r *report) errorf(key, format string, args ...any) {
 		}
 		k = k[:i]
 	}
-	r.errs = append(r.errs, Error{File: r.file, Line: r.doc.line(key), Key: key, Message: fmt.Sprintf(format, args...)})
+	e.File = r.file
+	r.errs = append(r.errs, e)
+}
+
+// split divides problems into errors and warnings.
+func (es Errors) split() (errs, warnings Errors) {
+	for _, e := range es {
+		if e.Warning {
+			warnings = append(warnings, e)
+		} else {
+			errs = append(errs, e)
+		}
+	}
+	return errs, warnings
 }

@@ -27,7 +27,7 @@ func FuzzLoad(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := parse("/cfg", data, []byte(minimalUsers))
+		cfg, err := parse("/cfg", data, []byte(minimalUsers), options{})
 		if (cfg == nil) == (err == nil) {
 			t.Fatalf("parse returned config %v and error %v", cfg != nil, err)
 		}

@@ -41,8 +41,10 @@ const maxMappingKeys = 1000
 // defaults. When the files are readable but invalid (or larger than
 // MaxFileSize), the error is Errors listing every problem of both files;
 // when a file is missing or unreadable, it is an I/O error wrapping the os
-// error (errors.Is(err, fs.ErrNotExist) works).
-func Load(dir string) (*Config, error) {
+// error (errors.Is(err, fs.ErrNotExist) works). Problems that are only
+// warnings do not fail the load: they are in Config.Warnings. Options add
+// checks that need knowledge config does not have (WithBrainCheck).
+func Load(dir string, opts ...Option) (*Config, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("config dir %s: %w", dir, err)
@@ -60,20 +62,20 @@ func Load(dir string) (*Config, error) {
 	if tooBig = append(tooBig, usersTooBig...); len(tooBig) > 0 {
 		return nil, tooBig
 	}
-	return parse(abs, botsData, usersData)
+	return parse(abs, botsData, usersData, newOptions(opts))
 }
 
 // LoadContext is Load, returning ctx's error as soon as ctx ends. A load
 // still running then is left to finish on its own: parsing cannot be
 // interrupted, but MaxFileSize bounds it, and its result is dropped.
-func LoadContext(ctx context.Context, dir string) (*Config, error) {
+func LoadContext(ctx context.Context, dir string, opts ...Option) (*Config, error) {
 	type result struct {
 		cfg *Config
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		cfg, err := Load(dir)
+		cfg, err := Load(dir, opts...)
 		done <- result{cfg, err}
 	}()
 	select {
@@ -123,7 +125,7 @@ type botsDoc struct {
 }
 
 // parse builds a Config from the two files' content.
-func parse(dir string, botsData, usersData []byte) (*Config, error) {
+func parse(dir string, botsData, usersData []byte, o options) (*Config, error) {
 	cfg := &Config{Dir: dir}
 	var bots botsDoc
 	br := decodeFile(BotsFile, botsData, &bots)
@@ -131,16 +133,19 @@ func parse(dir string, botsData, usersData []byte) (*Config, error) {
 	if br.doc != nil {
 		cfg.Gateway, cfg.Bots = bots.Gateway, bots.Bots
 		applyBotsDefaults(cfg, br.doc)
-		validateBots(br, cfg)
+		validateBots(br, cfg, o)
 	}
 	if ur.doc != nil {
 		applyUsersDefaults(&cfg.Users)
 		validateUsers(ur, &cfg.Users)
 	}
-	if errs := append(br.errs, ur.errs...); len(errs) > 0 {
-		errs.sort()
-		return nil, errs
+	all := append(br.errs, ur.errs...)
+	all.sort()
+	errs, warnings := all.split()
+	if len(errs) > 0 {
+		return nil, all
 	}
+	cfg.Warnings = warnings
 	return cfg, nil
 }
 

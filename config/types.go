@@ -26,6 +26,10 @@ type Config struct {
 	Bots []Bot
 	// Users is the content of users.yaml.
 	Users Users
+	// Warnings are the problems found that do not stop the configuration
+	// from loading (an openai base_url without a version, say), sorted
+	// by file then line.
+	Warnings Errors
 }
 
 // DatabasePath returns gateway.database, the SQLite database, ready to

@@ -20,7 +20,7 @@ var (
 )
 
 // validateBots checks the gateway section and every bot.
-func validateBots(r *report, cfg *Config) {
+func validateBots(r *report, cfg *Config, o options) {
 	validateGateway(r, &cfg.Gateway)
 	ids := map[string]int{} // bot ID → index of its first use
 	for i, b := range cfg.Bots {
@@ -39,6 +39,7 @@ func validateBots(r *report, cfg *Config) {
 	validateNames(r, cfg.Bots)
 	for i := range cfg.Bots {
 		validateBot(r, cfg.Bots, i)
+		runBrainChecks(r, o, &cfg.Bots[i].Brain, fmt.Sprintf("bots[%d].brain", i))
 	}
 }
 

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -131,6 +133,7 @@ func validateOpenAI(r *report, br *Brain, key string) {
 		r.errorf(key+".base_url", "required, e.g. http://127.0.0.1:11434/v1")
 	}
 	checkURL(r, key+".base_url", br.BaseURL, "http", "https")
+	checkAPIRoot(r, key+".base_url", br.BaseURL)
 	if br.Model == "" {
 		r.errorf(key+".model", "required")
 	}
@@ -139,5 +142,54 @@ func validateOpenAI(r *report, br *Brain, key string) {
 	atLeast(r, key+".max_tokens", br.MaxTokens, 0)
 	if t := br.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
 		r.errorf(key+".temperature", "must be between 0 and 2, got %v", *t)
+	}
+}
+
+// An openai brain posts to base_url + "/chat/completions", and nearly
+// every OpenAI-compatible server serves that under a version: /v1
+// (OpenAI, Ollama, llama.cpp, vLLM, LM Studio, Mistral, Together),
+// /openai/v1 (Groq, Azure), /api/v1 (OpenRouter), /v1beta/openai
+// (Gemini), /v1/openai (DeepInfra). A base_url without one is most
+// often the server's address alone, and every turn would get a 404.
+var (
+	apiVersionRE = regexp.MustCompile(`^v\d+((alpha|beta)\d*)?$`)
+	// versionlessAPIs are hosts whose documented base URL has no
+	// version.
+	versionlessAPIs = []string{"api.deepseek.com", "api.perplexity.ai", "models.github.ai"}
+)
+
+// checkAPIRoot warns about an openai base_url whose path does not end in
+// an API version (or a known variant), or that names the
+// chat-completions endpoint itself. It is a warning: a server may serve
+// the API anywhere. Messages show the URL without user info, query or
+// fragment, which may hold a secret.
+func checkAPIRoot(r *report, key, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return // checkURL has said why
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	shown, endpoint := u.String(), u.JoinPath("chat", "completions").String()
+	path := strings.TrimRight(u.Path, "/")
+	segs := strings.Split(path, "/")
+	last, prev := segs[len(segs)-1], ""
+	if len(segs) > 1 {
+		prev = segs[len(segs)-2]
+	}
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		u.Path = strings.TrimSuffix(path, "/chat/completions")
+		r.warnf(key, "%q is the chat-completions endpoint itself; base_url is the API root, to which the brain adds /chat/completions (did you mean %s?)", shown, u.String())
+	case apiVersionRE.MatchString(last), last == "openai" && apiVersionRE.MatchString(prev):
+	case slices.Contains(versionlessAPIs, strings.ToLower(u.Hostname())):
+	default:
+		msg := fmt.Sprintf("%q does not end in an API version such as /v1, so requests go to %s, which most servers do not serve "+
+			"(Ollama, llama.cpp, vLLM and OpenAI answer under /v1, Groq under /openai/v1, OpenRouter under /api/v1, Gemini under /v1beta/openai)",
+			shown, endpoint)
+		if path == "" {
+			u.Path = "/v1"
+			msg += fmt.Sprintf(" (did you mean %s?)", u.String())
+		}
+		r.warnf(key, "%s", msg)
 	}
 }

@@ -51,19 +51,29 @@ type Watcher struct {
 }
 
 // NewWatcher loads dir once and returns a Watcher holding the result, or
-// Load's error, or ctx's if it ends first (see LoadContext). Call Run to
-// start watching. A nil logger means slog.Default().
-func NewWatcher(ctx context.Context, dir string, logger *slog.Logger) (*Watcher, error) {
-	cfg, err := LoadContext(ctx, dir)
+// Load's error, or ctx's if it ends first (see LoadContext). Every load,
+// this one and the reloads, uses opts and logs the configuration's
+// warnings. Call Run to start watching. A nil logger means
+// slog.Default().
+func NewWatcher(ctx context.Context, dir string, logger *slog.Logger, opts ...Option) (*Watcher, error) {
+	cfg, err := LoadContext(ctx, dir, opts...)
 	if err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
-	w := &Watcher{dir: cfg.Dir, logger: logger, load: Load}
+	w := &Watcher{dir: cfg.Dir, logger: logger, load: func(dir string) (*Config, error) { return Load(dir, opts...) }}
 	w.current.Store(cfg)
+	w.logWarnings(cfg)
 	return w, nil
+}
+
+// logWarnings logs each warning of cfg on a line of its own.
+func (w *Watcher) logWarnings(cfg *Config) {
+	for _, e := range cfg.Warnings {
+		w.logger.Warn("config: "+e.Message, "file", e.File, "line", e.Line, "key", e.Key)
+	}
 }
 
 // Current returns the last good Config. It is never nil and safe to call
@@ -185,6 +195,7 @@ func (w *Watcher) publish(cfg *Config, err error) {
 	}
 	w.current.Store(cfg)
 	w.logger.Info("config reloaded", "dir", w.dir, "bots", len(cfg.Bots), "users", len(cfg.Users.Users))
+	w.logWarnings(cfg)
 	if old.Gateway.Listen != cfg.Gateway.Listen {
 		w.logger.Warn("gateway.listen changed; it takes effect after a restart",
 			"running", old.Gateway.Listen, "configured", cfg.Gateway.Listen)

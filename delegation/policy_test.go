@@ -132,3 +132,36 @@ Please complete this task and respond directly.`
 		t.Errorf("callback = %q", got)
 	}
 }
+
+func TestFinishedKeepsLines(t *testing.T) {
+	result := "Built the login page.\n\n\n- form   \n- validation\r\n- tests\n"
+	got := Finished("Finn Shipley", result)
+	want := "Finn Shipley finished: Built the login page.\n\n- form\n- validation\n- tests"
+	if got != want {
+		t.Errorf("Finished = %q, want %q", got, want)
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"  padded\n", 10, "padded"},
+		{"one two three four five", 15, "one two three…"},
+		{"line one\nline two\nline three", 20, "line one\nline two…"},
+		{"abcdefghijklmnopqrstuvwxyz", 10, "abcdefghi…"},
+		{"héllo wörld ünïcode", 8, "héllo…"},
+	}
+	for _, c := range cases {
+		got := Excerpt(c.in, c.n)
+		if got != c.want {
+			t.Errorf("Excerpt(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+		if n := len([]rune(got)); n > c.n {
+			t.Errorf("Excerpt(%q, %d) has %d runes", c.in, c.n, n)
+		}
+	}
+}

@@ -99,8 +99,10 @@ type Filter struct {
 	// UserIDs keeps the records of these people (a master ID and its
 	// platform IDs).
 	UserIDs []string
-	Status  string
-	Limit   int
+	// IDs keeps the records with these IDs.
+	IDs    []string
+	Status string
+	Limit  int
 }
 
 // ErrNotFound is returned for a record or artifact that does not exist.

@@ -50,10 +50,45 @@ func Acknowledgement(toName, task string) string {
 	return fmt.Sprintf("Handing this to %s: %s. I'll let you know when it's done.", toName, task)
 }
 
-// Finished is the one-line notice in the chat a hand-off came from, when
-// the result was delivered elsewhere.
+// Finished is the notice in the chat a hand-off came from, when the
+// result was delivered elsewhere: the result with its line breaks, cut
+// to at most finishedRunes (the whole of it is in the target's chat).
 func Finished(toName, result string) string {
-	return fmt.Sprintf("%s finished: %s", toName, Summary(result, 200))
+	return fmt.Sprintf("%s finished: %s", toName, Excerpt(result, finishedRunes))
+}
+
+// finishedRunes bounds a Finished notice's result: a page folds it after
+// a few lines, and it stays one message on every platform.
+const finishedRunes = 1500
+
+// Excerpt is s with its line breaks kept, trailing spaces and runs of
+// blank lines dropped, cut to at most n runes at a line or word
+// boundary when one is near, with "…" marking the cut.
+func Excerpt(s string, n int) string {
+	var lines []string
+	blank := false
+	for line := range strings.SplitSeq(strings.TrimSpace(s), "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if line == "" {
+			blank = true
+			continue
+		}
+		if blank && len(lines) > 0 {
+			lines = append(lines, "")
+		}
+		blank = false
+		lines = append(lines, line)
+	}
+	r := []rune(strings.Join(lines, "\n"))
+	if len(r) <= n {
+		return string(r)
+	}
+	cut := string(r[:n-1])
+	// Back to the last line or word boundary in the final fifth.
+	if i := strings.LastIndexAny(cut, "\n "); i >= len(cut)*4/5 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " \n") + "…"
 }
 
 // Unknown is the reply to a hand-off naming no bot.

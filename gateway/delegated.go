@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -75,8 +76,8 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 	}
 
 	o.Artifacts = arts
-	if text != "" {
-		o.Posts = append(o.Posts, g.post(bot, t, to, text, d.ID))
+	if text != "" || len(arts) > 0 {
+		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(arts)), d.ID))
 	}
 	o.Update = &delegation.Update{ID: d.ID, Status: delegation.StatusDone, Result: text}
 	d.Status = delegation.StatusDone
@@ -119,7 +120,9 @@ func (g *Gateway) callBack(o sessions.Outcome, roster *Roster, d delegation.Reco
 	if d.Origin.ID == "" || !ok || (answeredIn.Platform == d.Origin.Platform && answeredIn.ID == d.Origin.ID) {
 		return o
 	}
-	o.Posts = append(o.Posts, sessions.Post{Session: d.FromSession, Message: chat.Message{
+	// The notice shows what the hand-off made, so the person can open
+	// it where they asked.
+	o.Posts = append(o.Posts, sessions.Post{Session: d.FromSession, ShowsArtifacts: true, Message: chat.Message{
 		Platform: d.Origin.Platform, ChatID: d.Origin.ID, ChatType: d.Origin.Type, Kind: chat.KindChat,
 		From: chat.Party{Kind: chat.Bot, ID: from.ID, Name: from.Name}, UserID: d.UserID, Bot: from.ID,
 		Text: notice, Time: g.now(), DelegationID: d.ID,

@@ -128,8 +128,23 @@ func New(opts Options) *Gateway {
 }
 
 // SetRoster publishes a new set of bots; turns already running finish
-// with the bot they started with.
-func (g *Gateway) SetRoster(r *Roster) { g.roster.Store(r) }
+// with the bot they started with. Each platform that is a RosterWatcher
+// is then told its bots.
+func (g *Gateway) SetRoster(r *Roster) {
+	g.roster.Store(r)
+	g.platformsMu.RLock()
+	var watchers []RosterWatcher
+	var names []string
+	for name, p := range g.platforms {
+		if w, ok := p.(RosterWatcher); ok {
+			watchers, names = append(watchers, w), append(names, name)
+		}
+	}
+	g.platformsMu.RUnlock()
+	for i, w := range watchers {
+		w.RosterChanged(g.Bots(names[i]))
+	}
+}
 
 // Roster returns the bots in force.
 func (g *Gateway) Roster() *Roster { return g.roster.Load() }

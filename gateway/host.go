@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/sessions"
 )
 
@@ -31,14 +32,18 @@ func (g *Gateway) Bots(platform string) []BotInfo {
 	return out
 }
 
-// Resolve implements Host.
+// Resolve implements Host. An unlisted anonymous web visitor is named
+// by identity.GuestName.
 func (g *Gateway) Resolve(platformID string) UserRef {
-	u, _ := g.users.Load().Resolve(platformID)
+	u, listed := g.users.Load().Resolve(platformID)
+	if !listed {
+		u.Name, _ = identity.GuestName(platformID)
+	}
 	return UserRef{ID: u.ID, Name: u.Name}
 }
 
 // SessionHistory implements Host.
-func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]chat.Message, error) {
+func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]Shown, error) {
 	b, ok := g.roster.Load().Bot(bot)
 	if !ok {
 		return nil, fmt.Errorf("history: %w: %q", ErrUnknownBot, bot)
@@ -48,7 +53,11 @@ func (g *Gateway) SessionHistory(ctx context.Context, bot, platformID string, li
 		userID = g.Resolve(platformID).ID
 	}
 	key := sessions.Key{Bot: bot, Scope: sessions.ScopeUser, ScopeID: userID}
-	return sessions.History(ctx, g.sessions, key, chat.KindChat, limit)
+	msgs, err := sessions.History(ctx, g.sessions, key, chat.KindChat, limit)
+	if err != nil {
+		return nil, err
+	}
+	return g.shown(ctx, msgs)
 }
 
 // ChatHistory implements Host.

@@ -45,6 +45,16 @@ type DelegationWatcher interface {
 	DelegationChanged(ref delegation.Ref, platformIDs []string)
 }
 
+// RosterWatcher is implemented by platforms that show the bots live (the
+// web widget's bots frame). The gateway calls RosterChanged with the
+// platform's bots, as Host.Bots lists them, each time it publishes a new
+// roster (a configuration reload), after Bots answers with them; most
+// reloads leave a platform's list as it was, which the watcher checks.
+// RosterChanged must not block.
+type RosterWatcher interface {
+	RosterChanged(bots []BotInfo)
+}
+
 // Host is the gateway as seen by a platform adapter.
 type Host interface {
 	// Deliver stores ev and wakes the sessions of the turns it asks for.
@@ -57,12 +67,13 @@ type Host interface {
 	// Bots lists the bots present on platform, in configuration order.
 	Bots(platform string) []BotInfo
 	// Resolve maps a platform ID to the person it belongs to (for
-	// non-public bots).
+	// non-public bots). The name is users.yaml's, an anonymous web
+	// visitor's guest name (identity.GuestName), or empty.
 	Resolve(platformID string) UserRef
 	// SessionHistory returns the recent chat messages of the session
 	// between platformID's person and bot, oldest first, without
-	// wrappers and system messages.
-	SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]chat.Message, error)
+	// wrappers and system messages, each with its hand-off.
+	SessionHistory(ctx context.Context, bot, platformID string, limit int) ([]Shown, error)
 	// ChatHistory returns the recent messages of one group chat, oldest
 	// first, whoever asks: it is for a platform's own groups, whose
 	// membership the platform keeps. A room's history is RoomHistory.
@@ -76,14 +87,20 @@ type Host interface {
 	JoinRoom(ctx context.Context, j RoomJoin) ([]BotInfo, error)
 	// RoomHistory returns the recent chat messages of a room, oldest
 	// first, if platformID's person may read it: a member, or anyone in
-	// an open room. Refused like JoinRoom, and with ErrUnknownChat when
-	// there is no such room.
-	RoomHistory(ctx context.Context, platform, room, platformID string, limit int) ([]chat.Message, error)
+	// an open room, each with its hand-off. Refused like JoinRoom, and
+	// with ErrUnknownChat when there is no such room.
+	RoomHistory(ctx context.Context, platform, room, platformID string, limit int) ([]Shown, error)
 	// InviteToRoom makes the person user names (a master user ID or a
 	// platform ID) a member of a room, on behalf of platformID's person,
 	// who must be a member. Refused like RoomHistory, and with
 	// ErrInvalidRequest when user cannot be a user ID.
 	InviteToRoom(ctx context.Context, platform, room, platformID, user string) error
+	// Artifact returns an artifact with its content if platformID's
+	// person may read it: it is shown with a message that answers them
+	// or that is in a room they may read, or a hand-off for them made
+	// it. Anything else, no such artifact included, is an error
+	// wrapping ErrUnknownArtifact.
+	Artifact(ctx context.Context, id, platformID string) (chat.Artifact, error)
 }
 
 // RoomJoin asks Host.JoinRoom to join a room.

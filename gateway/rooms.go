@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/identity"
 )
 
@@ -57,11 +56,15 @@ func (g *Gateway) JoinRoom(ctx context.Context, j RoomJoin) ([]BotInfo, error) {
 }
 
 // RoomHistory implements Host.
-func (g *Gateway) RoomHistory(ctx context.Context, platform, room, platformID string, limit int) ([]chat.Message, error) {
+func (g *Gateway) RoomHistory(ctx context.Context, platform, room, platformID string, limit int) ([]Shown, error) {
 	if _, err := g.enterRoom(ctx, platform, room, platformID); err != nil {
 		return nil, g.refused("history", platform, room, platformID, err)
 	}
-	return g.store.ChatMessages(ctx, platform, room, limit)
+	msgs, err := g.store.ChatMessages(ctx, platform, room, limit)
+	if err != nil {
+		return nil, err
+	}
+	return g.shown(ctx, msgs)
 }
 
 // InviteToRoom implements Host.

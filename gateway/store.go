@@ -25,6 +25,11 @@ type Store interface {
 	// Artifacts loads artifacts with their content, in the order asked;
 	// an unknown ID is an error wrapping delegation.ErrNotFound.
 	Artifacts(ctx context.Context, ids []string) ([]chat.Artifact, error)
+	// ArtifactHolders says where an artifact is held: the people the
+	// messages showing it answer and its hand-off worked for, and the
+	// group chats of those messages. An unknown ID is an error wrapping
+	// delegation.ErrNotFound.
+	ArtifactHolders(ctx context.Context, id string) (ArtifactHolders, error)
 	// AppendInbound stores an inbound message with the turns it asks
 	// for, in one transaction. A message whose (platform, bot, chat,
 	// platform message ID) was stored before is not stored again: the

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -82,12 +83,15 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	text := strings.TrimSpace(reply.Text)
 	if err != nil {
 		log.Warn("brain failed", "bot", bot.ID, "kind", bot.BrainKind, "err", err)
-		text, reply = apology(bot), brains.Reply{}
+		p := g.post(bot, t, to, apology(bot), "")
+		p.Message.Failed = true
+		o.Posts = append(o.Posts, p)
+		return o
 	}
 	o.ResumeID = reply.ResumeID
 	o.Artifacts = artifactRecords(reply.Artifacts, bot.ID)
-	if text != "" {
-		o.Posts = append(o.Posts, g.post(bot, t, to, text, ""))
+	if text != "" || len(o.Artifacts) > 0 {
+		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(o.Artifacts)), ""))
 	}
 	// A reply may itself hand work on (SPEC §1), in its text or by a
 	// brain's tool call.
@@ -109,6 +113,8 @@ func (g *Gateway) post(bot *Bot, t sessions.Turn, to chat.Ref, text, delegationI
 	}
 	if t.Delegation != nil {
 		m.UserID = t.Delegation.UserID
+	} else {
+		m.ReplyToID = t.Message.ID
 	}
 	if to.ID == t.Message.ChatID && to.Platform == t.Message.Platform {
 		m.ReplyTo = t.Message.PlatformMsgID

@@ -41,6 +41,14 @@ type Entry struct {
 	PartsSent int
 	// Delegation is set on messages that belong to a hand-off.
 	Delegation *delegation.Ref
+	// ReplyToID is the stored ID of the message this one answers, 0
+	// when none; Failed marks the apology of a failed turn (see
+	// chat.Message).
+	ReplyToID int64
+	Failed    bool
+	// Artifacts are the files shown with the message, described (their
+	// Content empty): a platform that can show attachments lists them.
+	Artifacts []chat.Artifact
 }
 
 // Sender is a platform as the outbox sees it.

@@ -143,7 +143,8 @@ type Outcome struct {
 	// order: the reply, acknowledgements, notices.
 	Posts []Post
 	// Artifacts produced by the turn, attached to the first post and to
-	// the turn's delegation, if any.
+	// the turn's delegation, if any, and shown with the first post and
+	// every post that asks for them (Post.ShowsArtifacts).
 	Artifacts []chat.Artifact
 	// Notes go into sessions without being sent anywhere.
 	Notes []Note
@@ -161,6 +162,10 @@ type Post struct {
 	Message chat.Message
 	// Session is the session whose history it joins ("" for none).
 	Session string
+	// ShowsArtifacts shows the turn's artifacts with this post too, not
+	// only with the first: a hand-off's result notice in the chat it
+	// came from, so the person can open them where they asked.
+	ShowsArtifacts bool
 }
 
 // Note is a session-only message (a wrapper, a delegation's result),

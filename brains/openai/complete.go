@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,14 +17,18 @@ import (
 
 // StatusError is a response with a non-2xx status.
 type StatusError struct {
+	// URL is the URL the request went to, without user info or query.
+	URL  string
 	Code int
 	// Message is the server's error message, or the start of its body.
 	Message string
 }
 
-// Error names the status and the server's message.
+// Error names the request, the status and the server's message:
+// "POST http://127.0.0.1:11434/chat/completions: server answered 404
+// Not Found: 404 page not found".
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("openai: server answered %d %s: %s", e.Code, http.StatusText(e.Code), e.Message)
+	return fmt.Sprintf("POST %s: server answered %d %s: %s", e.URL, e.Code, http.StatusText(e.Code), e.Message)
 }
 
 // errToolsUnsupported is a 400 that blames the tools: the model or server
@@ -42,7 +47,8 @@ func (r *retryable) Unwrap() error { return r.err }
 
 // complete sends req, retrying failures that may pass (429, 5xx,
 // dropped connections, truncated streams) with exponential backoff and
-// jitter, or after the server's Retry-After, while ctx allows.
+// jitter, or after the server's Retry-After, while ctx allows. Its
+// errors start "openai: " and name the URL the request went to.
 func (b *Brain) complete(ctx context.Context, log *slog.Logger, req request) (answer, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -58,7 +64,7 @@ func (b *Brain) complete(ctx context.Context, log *slog.Logger, req request) (an
 		}
 		var r *retryable
 		if !errors.As(err, &r) {
-			return answer{}, err
+			return answer{}, fmt.Errorf("openai: %w", err)
 		}
 		if attempt >= b.retry.Max {
 			return answer{}, fmt.Errorf("openai: giving up after %d attempts: %w", attempt+1, r.err)
@@ -77,11 +83,12 @@ func (b *Brain) complete(ctx context.Context, log *slog.Logger, req request) (an
 	}
 }
 
-// attempt makes one request and reads its answer.
+// attempt makes one request and reads its answer. Its errors start
+// "POST <url>: ", the URL as b.shownURL shows it.
 func (b *Brain) attempt(ctx context.Context, body []byte) (answer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return answer{}, fmt.Errorf("openai: %w", err)
+		return answer{}, fmt.Errorf("POST %s: %w", b.shownURL, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream, application/json")
@@ -90,13 +97,18 @@ func (b *Brain) attempt(ctx context.Context, body []byte) (answer, error) {
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		// *url.Error names the URL, never the headers.
-		return answer{}, &retryable{err: fmt.Errorf("openai: %w", err)}
+		// *url.Error names the URL as requested, user info and all: name
+		// it as shown instead.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return answer{}, &retryable{err: fmt.Errorf("POST %s: %w", b.shownURL, err)}
 	}
 	defer resp.Body.Close()
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		se := &StatusError{Code: resp.StatusCode, Message: bodyMessage(resp.Body)}
+		se := &StatusError{URL: b.shownURL, Code: resp.StatusCode, Message: bodyMessage(resp.Body)}
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
 			return answer{}, &retryable{err: se, after: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
@@ -110,9 +122,9 @@ func (b *Brain) attempt(ctx context.Context, body []byte) (answer, error) {
 	case err == nil:
 		return ans, nil
 	case errors.Is(err, errTruncated):
-		return answer{}, &retryable{err: fmt.Errorf("openai: %w", err)}
+		return answer{}, &retryable{err: fmt.Errorf("POST %s: %w", b.shownURL, err)}
 	}
-	return answer{}, fmt.Errorf("openai: %w", err)
+	return answer{}, fmt.Errorf("POST %s: %w", b.shownURL, err)
 }
 
 // ctxError explains a failure caused by ctx ending, wrapping ctx's error

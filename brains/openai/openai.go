@@ -78,11 +78,22 @@ func (c Config) LogValue() slog.Value {
 		key = "REDACTED"
 	}
 	return slog.GroupValue(
-		slog.String("base_url", c.BaseURL),
+		slog.String("base_url", withoutSecrets(c.BaseURL)),
 		slog.String("model", c.Model),
 		slog.String("api_key", key),
 		slog.Duration("timeout", c.Timeout),
 	)
+}
+
+// withoutSecrets is raw without the parts of a URL that may hold
+// secrets: user info, query and fragment.
+func withoutSecrets(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(not a URL)"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return u.String()
 }
 
 // Retry is the retry policy for 429, 5xx and connection failures.
@@ -98,7 +109,11 @@ type Retry struct {
 // Brain answers turns through a chat-completions server. It is safe for
 // concurrent use.
 type Brain struct {
+	// endpoint is where requests go; shownURL is endpoint as errors and
+	// logs name it, without user info, query or fragment, which may hold
+	// secrets.
 	endpoint    string
+	shownURL    string
 	model       string
 	apiKey      string
 	timeout     time.Duration
@@ -129,11 +144,14 @@ func New(cfg Config) (*Brain, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("openai brain: base_url %q is not an http(s) URL", cfg.BaseURL)
 	}
+	// The path is joined, so a query (Azure's api-version) stays a query.
+	endpoint := u.JoinPath("chat", "completions")
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("openai brain: model is empty")
 	}
 	b := &Brain{
-		endpoint:    strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		endpoint:    endpoint.String(),
+		shownURL:    withoutSecrets(endpoint.String()),
 		model:       cfg.Model,
 		apiKey:      cfg.APIKey,
 		timeout:     cfg.Timeout,
@@ -177,8 +195,10 @@ func New(cfg Config) (*Brain, error) {
 // content; its Handoffs are the delegate tool calls it made. An answer
 // with neither is an error, as are a malformed response, a refused
 // request and running out of time (which wraps
-// context.DeadlineExceeded). Errors carry the server's own message but
-// never the API key.
+// context.DeadlineExceeded). Errors name the URL called ("openai: POST
+// http://127.0.0.1:11434/v1/chat/completions: server answered 404 …")
+// and carry the server's own message, but never the API key, nor the
+// URL's user info or query.
 func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
@@ -206,9 +226,9 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 	text := strings.TrimSpace(stripThinking(ans.content))
 	if text == "" && len(handoffs) == 0 {
 		if bad != nil {
-			return brains.Reply{}, fmt.Errorf("openai: the model answered only with unusable tool calls: %w", bad)
+			return brains.Reply{}, fmt.Errorf("openai: POST %s: the model answered only with unusable tool calls: %w", b.shownURL, bad)
 		}
-		return brains.Reply{}, fmt.Errorf("openai: %w", brains.ErrEmptyReply)
+		return brains.Reply{}, fmt.Errorf("openai: POST %s: %w", b.shownURL, brains.ErrEmptyReply)
 	}
 	return brains.Reply{Text: text, Handoffs: handoffs}, nil
 }

@@ -341,8 +341,8 @@ func TestNew(t *testing.T) {
 }
 
 func TestConfigLogValueHidesKey(t *testing.T) {
-	v := Config{BaseURL: "https://api.openai.com/v1", Model: "m", APIKey: "sk-secret"}.LogValue()
-	if s := v.String(); strings.Contains(s, "sk-secret") || !strings.Contains(s, "REDACTED") {
+	v := Config{BaseURL: "https://user:pw-secret@api.openai.com/v1?key=q-secret", Model: "m", APIKey: "sk-secret"}.LogValue()
+	if s := v.String(); strings.Contains(s, "secret") || !strings.Contains(s, "REDACTED") || !strings.Contains(s, "https://api.openai.com/v1") {
 		t.Errorf("LogValue = %s", s)
 	}
 }

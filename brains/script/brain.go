@@ -18,7 +18,9 @@
 // (strings.TrimSpace) and join (strings.Join: {{join .Match ", "}}).
 //
 // The dot holds no maps, so a misspelt field such as {{.Usr}} is an
-// execution error at Reply, not an empty string.
+// execution error at Reply, not an empty string. Check finds such
+// mistakes before any turn: `switchboard check` and every config load
+// run it.
 package script
 
 import (

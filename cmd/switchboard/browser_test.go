@@ -77,12 +77,12 @@ func TestBrowserChatWithMatty(t *testing.T) {
 	err = chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS(`#composer`), "Tell Finn Shipley to build the login page"),
 		chromedp.Click(chromedp.CSS(`#send`)),
-		chromedp.WaitVisible(chromedp.CSS(`#delegations li.delegation[data-status="done"]`)),
+		chromedp.WaitReady(chromedp.CSS(`#deleg-done li.delegation[data-status="done"]`)),
 	)
 	if err != nil {
 		t.Fatalf("hand-off in the browser: %v", err)
 	}
-	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#delegations li.delegation`)))
+	status, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`#deleg-done li.delegation`)))
 	if err != nil || !strings.Contains(status, "Finn Shipley") {
 		t.Errorf("delegation status in the page = %q, %v", status, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 )
 
@@ -190,7 +191,8 @@ func TestSendAckReply(t *testing.T) {
 		t.Fatalf("ack = %v", ack)
 	}
 	reply := c.expect("message")
-	if reply["text"] != "Hi Guest, Matty Atlas here." || reply["chat"] != pid+":mattyatlas" {
+	guest, _ := identity.GuestName(pid) // an anonymous visitor's name, "Guest 4F2A"
+	if reply["text"] != "Hi "+guest+", Matty Atlas here." || reply["chat"] != pid+":mattyatlas" {
 		t.Fatalf("reply = %v", reply)
 	}
 	from := reply["from"].(map[string]any)

@@ -23,84 +23,135 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-const usage = `switchboard — a chat gateway for teams of AI bots
-
-Usage:
-  switchboard serve   [--config DIR]   run the gateway
-  switchboard check   [--config DIR]   validate bots.yaml and users.yaml
-  switchboard version                  print the version
-
-The config directory defaults to $SWITCHBOARD_CONFIG, else the working
-directory.
-`
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes one command line and returns the exit code.
+// run executes one command line and returns the exit code: 0 done, 1
+// failed, 2 a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "serve":
-		return runServe(rest, stdout, stderr)
-	case "check":
-		return runCheck(rest, stdout, stderr)
-	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "switchboard", version)
-		return 0
+	name, rest := args[0], args[1:]
+	switch name {
+	case "--version", "-v":
+		name = "version"
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		if len(rest) == 0 {
+			fmt.Fprint(stdout, usage())
+			return 0
+		}
+		// "help serve" is "serve --help".
+		name, rest = rest[0], []string{"--help"}
 	}
-	fmt.Fprintf(stderr, "switchboard: unknown command %q\n\n%s", cmd, usage)
+	if c := lookupCommand(name); c != nil {
+		return runCommand(c, rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "switchboard: unknown command %q\n\n%s", name, usage())
 	return 2
 }
 
-// configFlag adds --config to fs with the documented default.
-func configFlag(fs *flag.FlagSet) *string {
-	def := os.Getenv("SWITCHBOARD_CONFIG")
-	if def == "" {
-		def = "."
-	}
-	return fs.String("config", def, "directory holding bots.yaml and users.yaml")
+var serveCommand = &command{
+	name:     "serve",
+	synopsis: "[--config DIR]",
+	summary:  "run the gateway",
+	about: fmt.Sprintf(`
+Runs the gateway: the web widget, /ws, the admin API, the dashboard
+and /metrics on gateway.listen (bots.yaml; default %s), and
+the Telegram and Discord connections of the bots whose token variables
+are set. Edits to bots.yaml and users.yaml take effect while it runs;
+an edit that does not validate is rejected whole and logged. It refuses
+to start on a configuration with errors, and stops on SIGINT or SIGTERM.`, config.DefaultListen),
+	env: `
+SWITCHBOARD_CONFIG       the default of --config
+SWITCHBOARD_ADMIN_TOKEN  the admin API and dashboard token; unset: one is
+                         made for the run and printed in the dashboard URL
+SWITCHBOARD_LOG_LEVEL    debug, info, warn or error (default info)
+SWITCHBOARD_CPUPROFILE   write a CPU profile of the run to this file
+SWITCHBOARD_MEMPROFILE   write an allocation profile to this file at exit
+Token and secret variables are named in bots.yaml (keys ending in _env).`,
+	flags: func(fs *flag.FlagSet) { configFlag(fs) },
+	run:   runServe,
 }
 
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := configFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+var checkCommand = &command{
+	name:     "check",
+	synopsis: "[--config DIR]",
+	summary:  "validate bots.yaml and users.yaml",
+	about: `
+Validates bots.yaml and users.yaml as serve would load them, and prints
+every problem on a line of its own as FILE:LINE: KEY: message, errors
+and warnings ("warning: …") in file order. Every script template is run
+against the data it receives, so a misspelt field such as .User.Nmae is
+an error here rather than an apology at run time.
+
+Exit status: 0 when the configuration is valid (warnings allowed), 1
+when it has errors or cannot be read, 2 on a usage error.`,
+	env: `
+SWITCHBOARD_CONFIG  the default of --config`,
+	flags: func(fs *flag.FlagSet) { configFlag(fs) },
+	run:   runCheck,
+}
+
+var versionCommand = &command{
+	name:    "version",
+	summary: "print the version",
+	about:   "Prints the version of this binary.",
+	run: func(_ *flag.FlagSet, _ []string, stdout, _ io.Writer) int {
+		fmt.Fprintln(stdout, "switchboard", version)
+		return 0
+	},
+}
+
+// runCheck validates the configuration and prints every problem.
+func runCheck(fs *flag.FlagSet, _ []string, stdout, _ io.Writer) int {
+	dir := fs.Lookup("config").Value.String()
+	cfg, err := config.Load(dir, configChecks()...)
+	var problems config.Errors
+	switch {
+	case errors.As(err, &problems):
+	case err != nil:
+		fmt.Fprintln(stdout, err)
+		return 1
+	default:
+		problems = cfg.Warnings
 	}
-	cfg, err := config.Load(*dir)
-	if err != nil {
-		var errs config.Errors
-		if errors.As(err, &errs) {
-			for _, e := range errs {
-				fmt.Fprintln(stdout, e.Error())
-			}
-			fmt.Fprintf(stdout, "%d error(s)\n", len(errs))
-		} else {
-			fmt.Fprintln(stdout, err)
+	nerr := 0
+	for _, p := range problems {
+		fmt.Fprintln(stdout, p.Error())
+		if !p.Warning {
+			nerr++
 		}
+	}
+	if nerr > 0 {
+		summary := count(nerr, "error")
+		if n := len(problems) - nerr; n > 0 {
+			summary += ", " + count(n, "warning")
+		}
+		fmt.Fprintln(stdout, summary)
 		return 1
 	}
-	fmt.Fprintf(stdout, "ok: %d bot(s), %d user(s) in %s\n", len(cfg.Bots), len(cfg.Users.Users), cfg.Dir)
+	fmt.Fprintf(stdout, "ok: %s, %s in %s", count(len(cfg.Bots), "bot"), count(len(cfg.Users.Users), "user"), cfg.Dir)
+	if len(problems) > 0 {
+		fmt.Fprintf(stdout, " (%s)", count(len(problems), "warning"))
+	}
+	fmt.Fprintln(stdout)
 	return 0
 }
 
-func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := configFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+// count is "1 error", "2 errors", "0 warnings".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
 	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// runServe runs the gateway until a signal.
+func runServe(fs *flag.FlagSet, _ []string, stdout, stderr io.Writer) int {
+	dir := fs.Lookup("config").Value.String()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
 	// First, before any brain's program can start.
 	if err := makeNonDumpable(); err != nil {
@@ -121,7 +172,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	m := &Main{ConfigDir: *dir, Logger: logger, Stdout: stdout}
+	m := &Main{ConfigDir: dir, Logger: logger, Stdout: stdout}
 	if err := m.Run(ctx); err != nil {
 		var errs config.Errors
 		if errors.As(err, &errs) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/api"
@@ -112,11 +113,21 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	m.watcher, err = config.NewWatcher(ctx, m.ConfigDir, m.Logger)
+	m.watcher, err = config.NewWatcher(ctx, m.ConfigDir, m.Logger, configChecks()...)
 	if err != nil {
 		return err
 	}
 	cfg := m.watcher.Current()
+
+	// Listen first: a second gateway on the same configuration stops
+	// here, before it touches the first one's database.
+	listen := cfg.Gateway.Listen
+	if m.Listen != "" {
+		listen = m.Listen
+	}
+	if m.ln, err = listenHTTP(listen); err != nil {
+		return err
+	}
 
 	if cfg.Gateway.DatabaseEnv != "" {
 		return refusePostgres(cfg)
@@ -151,16 +162,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.gw.AddPlatform(m.telegram)
 	logSkippedPlatforms(cfg, m.Logger)
 
-	listen := cfg.Gateway.Listen
-	if m.Listen != "" {
-		listen = m.Listen
-	}
-	m.ln, err = net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", listen, err)
-	}
 	generated := m.adminToken()
-	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Token: m.AdminToken, Logger: m.Logger}
+	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),
@@ -196,6 +199,40 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	return nil
 }
+
+// listenHTTP opens the listener of gateway.listen. Its error names the
+// key and the address ("gateway.listen 127.0.0.1:8080: address already
+// in use (another switchboard running?)").
+func listenHTTP(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, &listenError{addr: addr, err: err}
+	}
+	return ln, nil
+}
+
+// listenError is a failure to listen on gateway.listen.
+type listenError struct {
+	addr string
+	err  error
+}
+
+// Error names the key and the address, and for an address in use says
+// what the cause usually is.
+func (e *listenError) Error() string {
+	if errors.Is(e.err, syscall.EADDRINUSE) {
+		return fmt.Sprintf("gateway.listen %s: address already in use (another switchboard running?)", e.addr)
+	}
+	// Drop net's "listen tcp ADDR: " prefix, which repeats the address.
+	var op *net.OpError
+	if errors.As(e.err, &op) && op.Err != nil {
+		return fmt.Sprintf("gateway.listen %s: %v", e.addr, op.Err)
+	}
+	return fmt.Sprintf("gateway.listen %s: %v", e.addr, e.err)
+}
+
+// Unwrap returns the listener's error.
+func (e *listenError) Unwrap() error { return e.err }
 
 // Addr is the address the HTTP server listens on.
 func (m *Main) Addr() string {

@@ -151,15 +151,7 @@ func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brain
 	log = log.With("bot", b.ID)
 	switch b.Brain.Kind {
 	case "script":
-		sc := script.Config{Default: b.Brain.Default}
-		for _, r := range b.Brain.Rules {
-			rule := script.Rule{Match: r.Match, Reply: r.Reply}
-			for _, a := range r.Artifacts {
-				rule.Artifacts = append(rule.Artifacts, script.ArtifactTemplate{Name: a.Name, MediaType: a.MediaType, Content: a.Content})
-			}
-			sc.Rules = append(sc.Rules, rule)
-		}
-		return script.New(sc)
+		return script.New(scriptConfig(&b.Brain))
 	case "exec":
 		eb, err := execbrain.New(execbrain.Config{
 			Command: b.Brain.Command, ResumeCommand: b.Brain.ResumeCommand, Env: b.Brain.Env,

@@ -244,16 +244,14 @@ func (c *conn) failPending() {
 	}
 }
 
-// readLoop greets the client, then handles its frames until it leaves.
-func (c *conn) readLoop() {
+// readLoop handles the client's frames until it leaves; bots are the
+// bots its hello listed.
+func (c *conn) readLoop(bots []gateway.BotInfo) {
 	defer c.close(websocket.CloseNormalClosure, "")
 	c.ws.SetReadLimit(hardMaxRead)
 	c.ws.SetReadDeadline(time.Now().Add(pongWait))
 	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(pongWait)) })
 
-	user := c.host.Resolve(c.v.platformID)
-	bots := c.host.Bots(gateway.PlatformWeb)
-	c.send(helloFrame{Type: "hello", User: user.ID, PlatformID: c.v.platformID, Token: c.v.token, Bots: bots})
 	chats := make([]string, 0, len(bots))
 	for _, b := range bots {
 		chats = append(chats, gateway.PrivateChatID(c.v.platformID, b.ID))
@@ -390,7 +388,7 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	}
 	if f.Bot != "" {
 		if !c.onWeb(f.Bot) {
-			return &frameError{Code: codeUnknownBot, Message: "no bot " + strconv.Quote(f.Bot) + " on the web", ClientID: f.ClientID}
+			return c.a.unknownBot(f.Bot, f.ClientID)
 		}
 		ev.Bot, ev.ChatType = f.Bot, chat.Private
 		ev.ChatID = gateway.PrivateChatID(c.v.platformID, f.Bot)
@@ -413,11 +411,15 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 		c.send(ackFrame{Type: "ack", ClientID: ackID, ID: rec.MessageID})
 		if !rec.Duplicate {
 			c.a.broadcast(chatID, group, c, func() any {
-				return messageFrame{
+				f := messageFrame{
 					Type: "message", ID: rec.MessageID, Chat: chatID, Bot: bot,
 					From: chat.Party{Kind: "human", ID: c.v.platformID, Name: name},
 					Text: text, Time: rec.Time.UTC().Format(time.RFC3339Nano),
 				}
+				if group {
+					f.ChatType = string(chat.Group)
+				}
+				return f
 			})
 		}
 	}
@@ -448,12 +450,12 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 		limit = defaultHistory
 	}
 	limit = min(limit, maxHistory)
-	var msgs []chat.Message
+	var msgs []gateway.Shown
 	var err error
 	out := historyFrame{Type: "history", Bot: f.Bot, Messages: []messageFrame{}}
 	if f.Bot != "" {
 		if !c.onWeb(f.Bot) {
-			return &frameError{Code: codeUnknownBot, Message: "no bot " + strconv.Quote(f.Bot) + " on the web", ClientID: f.ClientID}
+			return c.a.unknownBot(f.Bot, f.ClientID)
 		}
 		out.Chat = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		msgs, err = c.host.SessionHistory(ctx, f.Bot, c.v.platformID, limit)
@@ -465,13 +467,16 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 		return c.refusal("history", err, f.ClientID)
 	}
 	for _, m := range msgs {
-		out.Messages = append(out.Messages, frameOf(m))
+		f := frameOf(m)
+		f.From.Name = c.partyName(f.From)
+		out.Messages = append(out.Messages, f)
 	}
 	c.send(out)
 	return nil
 }
 
-// displayName is the name a visitor's messages carry.
+// displayName is the name a visitor's messages carry: their users.yaml
+// name, a signed-in user's ID, an anonymous visitor's guest name.
 func (c *conn) displayName() string {
 	if u := c.host.Resolve(c.v.platformID); u.Name != "" {
 		return u.Name
@@ -480,6 +485,19 @@ func (c *conn) displayName() string {
 		return c.v.platformID[len("web-"):]
 	}
 	return "Guest"
+}
+
+// partyName is the name a stored message's author is shown with: an
+// anonymous visitor's is their guest name, whatever was stored (messages
+// of earlier versions say "Guest"), so every page shows one visitor by
+// one name; everyone else's is the stored one.
+func (c *conn) partyName(p chat.Party) string {
+	if p.Kind == chat.Human && strings.HasPrefix(p.ID, anonPrefix) {
+		if u := c.host.Resolve(p.ID); u.Name != "" {
+			return u.Name
+		}
+	}
+	return p.Name
 }
 
 // newFrameLimiter returns a connection's limit on the frames it reads:

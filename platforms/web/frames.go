@@ -164,14 +164,44 @@ type ackFrame struct {
 }
 
 type messageFrame struct {
-	Type       string          `json:"type"`
-	ID         int64           `json:"id"`
-	Chat       string          `json:"chat"`
+	Type string `json:"type"`
+	ID   int64  `json:"id"`
+	Chat string `json:"chat"`
+	// Platform is where the message was said when that is not the web
+	// (a session's history spans platforms); ChatType is "group" when it
+	// was said in a group chat or room. Both are left out otherwise.
+	Platform   string          `json:"platform,omitempty"`
+	ChatType   string          `json:"chat_type,omitempty"`
 	Bot        string          `json:"bot,omitempty"`
 	From       chat.Party      `json:"from"`
 	Text       string          `json:"text"`
 	Time       string          `json:"time"`
 	Delegation *delegation.Ref `json:"delegation,omitempty"`
+	// ReplyTo is the ID of the message this one answers; Failed marks
+	// a failed turn's apology (docs/protocol.md).
+	ReplyTo int64 `json:"reply_to,omitempty"`
+	Failed  bool  `json:"failed,omitempty"`
+	// Artifacts are the files shown with the message; left out when
+	// there are none.
+	Artifacts []artifactFrame `json:"artifacts,omitempty"`
+}
+
+// artifactFrame describes a file shown with a message; the page reads
+// its content from GET /artifacts/{id} (artifacts.go).
+type artifactFrame struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+}
+
+// artifactFrames describes arts for a message frame (nil for none).
+func artifactFrames(arts []chat.Artifact) []artifactFrame {
+	var out []artifactFrame
+	for _, a := range arts {
+		out = append(out, artifactFrame{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Size: a.Size})
+	}
+	return out
 }
 
 type delegationFrame struct {
@@ -199,10 +229,24 @@ type errorFrame struct {
 	ClientID string `json:"client_id,omitempty"`
 }
 
-// frameOf renders a stored message for the widget.
-func frameOf(m chat.Message) messageFrame {
-	return messageFrame{
-		Type: "message", ID: m.ID, Chat: m.ChatID, Bot: m.Bot, From: m.From,
-		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano),
+// frameOf renders a message of a chat's history for the widget.
+func frameOf(m gateway.Shown) messageFrame {
+	f := messageFrame{
+		Type: "message", ID: m.ID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot, From: m.From,
+		Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+		ReplyTo: m.ReplyToID, Failed: m.Failed, Artifacts: artifactFrames(m.Artifacts),
 	}
+	if m.Platform != gateway.PlatformWeb {
+		f.Platform = m.Platform
+	}
+	return f
+}
+
+// chatTypeField is a message frame's chat_type: "group" for a group chat,
+// nothing for a private one.
+func chatTypeField(t chat.Type) string {
+	if t == chat.Group {
+		return string(chat.Group)
+	}
+	return ""
 }

@@ -69,6 +69,8 @@ type Adapter struct {
 	// frames across connections.
 	slots    addrSlots
 	messages messageLimits
+	// roster is the web's bots as the connections know them.
+	roster roster
 
 	mu     sync.RWMutex
 	byUser map[string]map[*conn]struct{} // platform ID → connections
@@ -134,6 +136,7 @@ func (a *Adapter) MaxParked() time.Duration { return undeliveredKeep }
 // then closes every connection itself (http.Server.Shutdown does not close
 // hijacked connections) and waits for their goroutines.
 func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
+	a.RosterChanged(host.Bots(gateway.PlatformWeb)) // before any connection
 	a.host.Store(&hostRef{host})
 	close(a.ready)
 	<-ctx.Done()
@@ -159,12 +162,14 @@ func (a *Adapter) Run(ctx context.Context, host gateway.Host) error {
 // Ready is closed once Run has started and /ws accepts connections.
 func (a *Adapter) Ready() <-chan struct{} { return a.ready }
 
-// Handler serves the page, the embed script, the assets and /ws.
+// Handler serves the page, the embed script, the assets, /ws and the
+// artifacts shown in chats.
 func (a *Adapter) Handler() http.Handler {
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", a.serveWS)
+	mux.HandleFunc("GET /artifacts/{id}", a.serveArtifact)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
@@ -214,13 +219,14 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered the request
 	}
 	c := newConn(a, ref.Host, ws, hj.conn, v, ip)
-	if !a.register(c) {
+	bots, ok := a.admit(c)
+	if !ok {
 		c.close(websocket.CloseGoingAway, "server shutting down")
 		return
 	}
 	held = true
 	go func() { defer a.wg.Done(); c.writeLoop() }()
-	go func() { defer a.wg.Done(); c.readLoop(); a.unregister(c); a.slots.release(ip) }()
+	go func() { defer a.wg.Done(); c.readLoop(bots); a.unregister(c); a.slots.release(ip) }()
 }
 
 // writeError answers a request with SPEC §8's JSON error shape.
@@ -312,8 +318,9 @@ func (a *Adapter) Send(ctx context.Context, m outbox.Entry) (string, error) {
 		return "", sendOutcome(0, group)
 	}
 	f := messageFrame{
-		Type: "message", ID: m.MessageID, Chat: m.ChatID, Bot: m.Bot, From: m.From, Text: m.Text,
-		Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+		Type: "message", ID: m.MessageID, Chat: m.ChatID, ChatType: chatTypeField(m.ChatType), Bot: m.Bot,
+		From: m.From, Text: m.Text, Time: m.Time.UTC().Format(time.RFC3339Nano), Delegation: m.Delegation,
+		ReplyTo: m.ReplyToID, Failed: m.Failed, Artifacts: artifactFrames(m.Artifacts),
 	}
 	written := make(chan error, len(conns))
 	for _, c := range conns {

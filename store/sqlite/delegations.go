@@ -204,6 +204,12 @@ func (s *Store) Delegations(ctx context.Context, f delegation.Filter) ([]delegat
 			args = append(args, u)
 		}
 	}
+	if len(f.IDs) > 0 {
+		q += ` AND id IN (?` + strings.Repeat(`, ?`, len(f.IDs)-1) + `)`
+		for _, id := range f.IDs {
+			args = append(args, id)
+		}
+	}
 	if f.Status != "" {
 		q += ` AND status = ?`
 		args = append(args, f.Status)

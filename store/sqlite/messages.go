@@ -21,7 +21,7 @@ import (
 // conversation).
 const messageColumns = `m.id, COALESCE(c.platform, ''), COALESCE(c.chat_id, ''), COALESCE(c.kind, ''),
 	m.platform_msg_id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text,
-	m.mentions, m.reply_to, m.created_at, m.delegation_id`
+	m.mentions, m.reply_to, m.created_at, m.delegation_id, m.reply_to_id, m.failed`
 
 // messageFrom joins a message with its conversation.
 const messageFrom = ` FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id`
@@ -34,7 +34,8 @@ func messageDest(m *chat.Message) ([]any, func()) {
 	var chatType, mentions string
 	var at int64
 	dest := []any{&m.ID, &m.Platform, &m.ChatID, &chatType, &m.PlatformMsgID, &m.Kind,
-		&m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &mentions, &m.ReplyTo, &at, &m.DelegationID}
+		&m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &mentions, &m.ReplyTo, &at, &m.DelegationID,
+		&m.ReplyToID, &m.Failed}
 	return dest, func() {
 		m.ChatType = chat.Type(chatType)
 		if mentions != "" {
@@ -121,10 +122,10 @@ func (t *txn) insertMessage(conv int64, m chat.Message) (int64, error) {
 		convArg = conv
 	}
 	return t.insert(`INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
-		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, reply_to_id, failed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
-		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID)
+		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, m.ReplyToID, m.Failed)
 }
 
 // link adds a stored message to a session's history.
@@ -272,6 +273,9 @@ func (s *Store) ChatMessages(ctx context.Context, platform, chatID string, limit
 		FROM conversations c JOIN messages m ON m.conversation_id = c.id
 		WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.kind = 'chat'
 		ORDER BY m.id DESC LIMIT ?) ORDER BY 1`, platform, chatID, limit))
+	if err == nil {
+		err = s.withArtifacts(ctx, msgs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: chat messages: %w", err)
 	}

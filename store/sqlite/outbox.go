@@ -47,7 +47,7 @@ func (t *txn) post(p sessions.Post, now int64) (outbox.Entry, error) {
 func entryOf(m chat.Message) outbox.Entry {
 	return outbox.Entry{
 		MessageID: m.ID, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
-		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time,
+		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time, ReplyToID: m.ReplyToID, Failed: m.Failed,
 	}
 }
 
@@ -90,6 +90,17 @@ func (s *Store) PendingOutbox(ctx context.Context) ([]outbox.Entry, error) {
 			return nil, fmt.Errorf("store: pending outbox: %w", err)
 		}
 		out[i].Delegation = d.Ref()
+	}
+	ids := make([]int64, len(out))
+	for i, e := range out {
+		ids[i] = e.MessageID
+	}
+	shown, err := s.artifactsShown(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending outbox: %w", err)
+	}
+	for i := range out {
+		out[i].Artifacts = shown[out[i].MessageID]
 	}
 	return out, nil
 }

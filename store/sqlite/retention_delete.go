@@ -211,6 +211,11 @@ func (d *deleter) messages(msgs []planMsg) error {
 		d.p.maxOutbox, ids); err != nil {
 		return err
 	}
+	// What the messages show goes with them (an artifact they show that
+	// is kept stays, shown by the messages that are).
+	if err := d.exec(nil, `DELETE FROM message_artifacts WHERE message_id IN (SELECT value FROM json_each(?))`, ids); err != nil {
+		return err
+	}
 	// A chat's platform message IDs are found by chat: a delivery since
 	// the plan may have added one.
 	for conv := range convs {
@@ -234,6 +239,10 @@ func (d *deleter) artifact(id string) error {
 		if err := d.exec(nil, `DELETE FROM delegation_inputs WHERE delegation_id = ? AND artifact_id = ?`, dl, id); err != nil {
 			return err
 		}
+	}
+	// Messages that stay (a notice in another chat) no longer show it.
+	if err := d.exec(nil, `DELETE FROM message_artifacts WHERE artifact_id = ?`, id); err != nil {
+		return err
 	}
 	return d.exec(&d.c.Artifacts, `DELETE FROM artifacts WHERE id = ?`, id)
 }

@@ -108,6 +108,9 @@ func (s *Store) SessionMessages(ctx context.Context, sessionID, kind string, lim
 		LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE sm.session_id = ? AND (? = '' OR m.kind = ?)
 		ORDER BY sm.message_id DESC LIMIT ?) ORDER BY 1`, sessionID, kind, kind, limit))
+	if err == nil {
+		err = s.withArtifacts(ctx, msgs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: session messages: %w", err)
 	}

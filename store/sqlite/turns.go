@@ -201,6 +201,12 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 				return err
 			}
 		}
+		if i == 0 || p.ShowsArtifacts {
+			if err := t.showArtifacts(e.MessageID, o.Artifacts); err != nil {
+				return err
+			}
+			e.Artifacts = described(o.Artifacts)
+		}
 		done.Outbox = append(done.Outbox, e)
 	}
 	if len(o.Posts) == 0 {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,8 +161,9 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 	s, m := openFixture(t)
 
 	var version int
-	if err := s.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != 12 {
-		t.Fatalf("user_version = %d, %v; want 12", version, err)
+	names, _ := fs.Glob(migrations, "migrations/*.sql")
+	if err := s.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version != len(names) {
+		t.Fatalf("user_version = %d, %v; want %d", version, err, len(names))
 	}
 
 	for name, hexValue := range m.Secrets {
@@ -333,6 +335,15 @@ func TestUpgradeKeepsEverything(t *testing.T) {
 		sum := sha256.Sum256(arts[0].Content)
 		if hex.EncodeToString(sum[:]) != want.ContentSHA256 || arts[0].Size != want.Size {
 			t.Errorf("artifact %s content changed", want.ID)
+		}
+		// The message it was made with shows it (migration 0013).
+		var msg int64
+		if err := s.r.QueryRowContext(ctx, `SELECT message_id FROM artifacts WHERE id = ?`, want.ID).Scan(&msg); err != nil {
+			t.Fatal(err)
+		}
+		shown, err := s.artifactsShown(ctx, []int64{msg})
+		if err != nil || len(shown[msg]) != 1 || shown[msg][0].ID != want.ID || shown[msg][0].Content != nil {
+			t.Errorf("message %d shows %+v, %v; want artifact %s", msg, shown[msg], err, want.ID)
 		}
 	}
 

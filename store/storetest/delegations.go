@@ -86,6 +86,9 @@ func testDelegations(t *testing.T, f Factory) {
 		{delegation.Filter{Status: delegation.StatusRefused}, []string{"dlg-2"}},
 		{delegation.Filter{UserIDs: []string{"bob"}}, nil},
 		{delegation.Filter{UserIDs: []string{"web-ann", "ann"}, Limit: 1}, []string{"dlg-1"}},
+		{delegation.Filter{IDs: []string{"dlg-2"}}, []string{"dlg-2"}},
+		{delegation.Filter{IDs: []string{"dlg-1", "dlg-none", "dlg-2"}}, []string{"dlg-1", "dlg-2"}},
+		{delegation.Filter{IDs: []string{"dlg-1"}, Status: delegation.StatusRefused}, nil},
 	} {
 		list, err := s.Delegations(ctx, tc.f)
 		var ids []string

@@ -11,6 +11,7 @@
 
   const TOKEN_KEY = 'switchboard.token';        // anonymous resume token (hello.token)
   const ROOMS_KEY = 'switchboard.rooms.';       // + platform_id: rooms are not in hello, so remember them
+  const ELSEWHERE_KEY = 'switchboard.elsewhere'; // 'hidden': private chats leave out what was said elsewhere
   const HISTORY_LIMIT = 50;
   const TYPING_TTL_MS = 6000;                   // server repeats `typing` every 4 s; allow one miss
   const BACKOFF_BASE_MS = 500;
@@ -18,7 +19,6 @@
   const MAX_FRAME_BYTES = 65536;                // server answers too_large above this
   const GROUP_WINDOW_MS = 5 * 60 * 1000;        // consecutive bubbles from one sender merge visually
   const TERMINAL = new Set(['done', 'failed', 'refused']);
-  const MAX_DELEGATIONS_SHOWN = 12;
 
   const EMBED = new URLSearchParams(location.search).get('embed') === '1';
 
@@ -38,6 +38,8 @@
     user: null,                  // hello.user, e.g. user-bryan
     bots: [],                    // [{id,name}] in hello order
     botsById: new Map(),
+    goneBots: new Map(),         // id -> name: bots a config reload removed while this page was open
+    showElsewhere: true,         // private chats show (labelled) what was said in rooms and on other platforms
     rooms: new Map(),            // name -> {name, bots:[id], open:boolean, joined:boolean}
     convs: new Map(),            // key ('b:<bot>' | 'r:<room>') -> conversation
     current: null,               // key of the open conversation
@@ -103,7 +105,7 @@
 
   function botName(id) {
     const b = state.botsById.get(id);
-    return (b && b.name) || id || 'Bot';
+    return (b && b.name) || state.goneBots.get(id) || id || 'Bot';
   }
 
   function newClientId() {
@@ -191,6 +193,12 @@
     else if (c.kind === 'token') q.set('token', c.token);
     const s = q.toString();
     return s ? '?' + s : '';
+  }
+
+  // Where an artifact's content is: /artifacts/{id} with the /ws credentials
+  // (SPEC §8), so previews and download links work as plain URLs.
+  function artifactUrl(id) {
+    return `/artifacts/${encodeURIComponent(id)}${wsQuery()}`;
   }
 
   function wsUrl() {
@@ -344,8 +352,9 @@
       case 'ack': onAck(f); break;
       case 'message': onMessage(f); break;
       case 'typing': onTyping(f); break;
-      case 'delegation': upsertDelegation(f, true); break;
+      case 'delegation': upsertDelegation(f); break;
       case 'history': onHistory(f); break;
+      case 'bots': onBots(f); break;
       case 'error': onError(f); break;
       default: break; // forward compatible: ignore unknown frames
     }
@@ -398,7 +407,8 @@
   }
 
   function conversationExists(conv) {
-    return conv.kind === 'bot' ? state.botsById.has(conv.id) : state.rooms.has(conv.id);
+    if (conv.kind !== 'bot') return state.rooms.has(conv.id);
+    return state.botsById.has(conv.id) || (botGone(conv.id) && keepGone(conv.id));
   }
 
   function onJoined(f) {
@@ -452,7 +462,7 @@
   function onMessage(f) {
     const m = normalizeMessage(f);
     if (!m) return;
-    const conv = convForChat(m.chat, m.bot);
+    const conv = convForChat(m.chat, m.bot, m.chatType === 'group');
     if (!conv) return;
     if (conv.kind === 'bot') ensureBot(conv.id, m.from.kind !== 'human' ? m.from.name : null);
     const key = String(m.id);
@@ -468,7 +478,10 @@
       if (m.from.id && m.from.id !== m.bot) clearTyping(conv, m.from.id);
     }
 
-    if (m.delegation) upsertDelegation(m.delegation, true);
+    if (m.delegation) {
+      upsertDelegation(m.delegation);
+      delegationSeenIn(conv, m);
+    }
     conv.msgs.set(key, m);
     conv.last = m;
 
@@ -499,10 +512,15 @@
     const list = Array.isArray(f.messages) ? f.messages : [];
     for (const raw of list) {
       const m = normalizeMessage(raw);
-      if (m) conv.msgs.set(String(m.id), m);
+      if (!m) continue;
+      conv.msgs.set(String(m.id), m);
+      if (m.delegation) {
+        upsertDelegation(m.delegation);
+        delegationSeenIn(conv, m);
+      }
     }
     dropDeliveredLocals(conv);
-    const items = orderedItems(conv);
+    const items = visibleItems(conv);
     conv.last = items.length ? items[items.length - 1] : null;
     updateSideItem(conv);
     if (state.current === conv.key) renderMessages(wasLoaded);
@@ -584,15 +602,16 @@
   }
 
   // Which pane a chat ID belongs to (SPEC §3/§7): `<platform_id>:<bot>` is the
-  // private chat with that bot, anything else is a room name.
-  function convForChat(chat, bot) {
+  // private chat with that bot, anything else is a room name. `group`: the
+  // frame said so (chat_type), whatever the name looks like.
+  function convForChat(chat, bot, group) {
     chat = String(chat == null ? '' : chat);
     if (!chat) return bot ? getConv('bot', String(bot)) : null;
     const pid = state.platformId;
-    if (pid && chat.startsWith(pid + ':')) return getConv('bot', chat.slice(pid.length + 1));
+    if (!group && pid && chat.startsWith(pid + ':')) return getConv('bot', chat.slice(pid.length + 1));
     if (state.rooms.has(chat)) return getConv('room', chat);
     // The same session's private chat on another platform (history by bot spans platforms).
-    if (bot && chat.endsWith(':' + bot)) return getConv('bot', bot);
+    if (!group && bot && chat.endsWith(':' + bot)) return getConv('bot', bot);
     // A room we did not know about — joined from another tab, say.
     addRoom(chat, []);
     saveRooms();
@@ -618,11 +637,16 @@
     return {
       id: raw.id,
       chat: raw.chat,
+      platform: raw.platform ? String(raw.platform) : '',       // absent: the web
+      chatType: raw.chat_type === 'group' ? 'group' : '',
       bot: raw.bot || (kind === 'bot' ? from.id : undefined),
       from: { kind, id: from.id || (kind === 'bot' ? raw.bot : ''), name: from.name || '' },
       text: raw.text == null ? '' : String(raw.text),
       time: raw.time,
       delegation: raw.delegation && typeof raw.delegation === 'object' ? raw.delegation : null,
+      failed: raw.failed === true,     // the apology of a failed brain turn
+      replyTo: raw.reply_to != null ? String(raw.reply_to) : null,
+      artifacts: Array.isArray(raw.artifacts) ? raw.artifacts.filter((a) => a && a.id != null) : [],
     };
   }
 
@@ -645,17 +669,20 @@
     state.pending.clear();
     state.outbox = [];
     state.delegations.clear();
+    state.goneBots.clear();
     state.current = null;
     for (const b of sideItems.values()) b.remove();
     sideItems.clear();
-    dom.delegations.replaceChildren();
     renderDelegationPanel();
     dom.messages.replaceChildren();
   }
 
   // --------------------------------------------------------------- bots/rooms
 
+  // The web's bots, from hello or a bots frame. A bot that was listed and
+  // is not any more is gone: its chat stays readable (see noteGoneBots).
   function setBots(list) {
+    const before = state.bots;
     state.bots = [];
     state.botsById = new Map();
     for (const b of list) {
@@ -664,12 +691,14 @@
       state.bots.push(bot);
       state.botsById.set(bot.id, bot);
     }
+    noteGoneBots(before);
     renderBotList();
   }
 
-  // A bot seen in a frame but not in hello (config changed): show it anyway.
+  // A bot seen in a frame but not in hello (config changed): show it anyway,
+  // unless a reload removed it (a reply it sent just before, say).
   function ensureBot(id, name) {
-    if (!id || state.botsById.has(id)) return;
+    if (!id || state.botsById.has(id) || state.goneBots.has(id)) return;
     const bot = { id, name: name || id };
     state.bots.push(bot);
     state.botsById.set(id, bot);
@@ -735,6 +764,7 @@
 
   function requestHistory(conv) {
     if (!conv || !conn.ready) return;
+    if (conv.kind === 'bot' && botGone(conv.id)) return; // the gateway no longer answers for it
     const f = conv.kind === 'bot'
       ? { type: 'history', bot: conv.id, limit: HISTORY_LIMIT }
       : { type: 'history', chat: conv.id, limit: HISTORY_LIMIT };
@@ -791,6 +821,10 @@
       sub.textContent = 'Private chat';
     }
 
+    const gone = conv.kind === 'bot' && botGone(conv.id);
+    b.classList.toggle('gone', gone);
+    if (gone) sub.textContent = 'No longer available';
+
     b.classList.toggle('unread', conv.unread > 0);
     b.querySelector('.unread-dot').textContent = conv.unread > 0 ? (conv.unread > 99 ? '99+' : String(conv.unread)) : '';
     b.setAttribute('aria-label', `${name}${conv.unread ? `, ${conv.unread} unread` : ''}`);
@@ -800,8 +834,11 @@
   }
 
   function renderBotList() {
-    const items = state.bots.map((bot) => {
-      const conv = getConv('bot', bot.id);
+    // Bots a reload removed stay listed, last, while there is something of
+    // theirs to read.
+    const ids = state.bots.map((bot) => bot.id).concat([...state.goneBots.keys()].filter(keepGone));
+    const items = ids.map((id) => {
+      const conv = getConv('bot', id);
       const b = sideItem(conv);
       updateSideItem(conv);
       const li = b.parentElement && b.parentElement.tagName === 'LI' ? b.parentElement : el('li');
@@ -810,7 +847,7 @@
     });
     // Drop conversations of bots that are gone from the config.
     for (const [key, b] of sideItems) {
-      if (key.startsWith('b:') && !state.botsById.has(key.slice(2))) { b.closest('li')?.remove(); sideItems.delete(key); }
+      if (key.startsWith('b:') && !ids.includes(key.slice(2))) { b.closest('li')?.remove(); sideItems.delete(key); }
     }
     dom.botList.replaceChildren(...items);
     dom.botEmpty.hidden = items.length > 0;
@@ -869,6 +906,7 @@
     renderHeader();
     renderMessages(false);
     renderTyping();
+    renderDelegationPanel();
     if (conv) requestHistory(conv);
     updateComposerState();
     if (opts && opts.focus && conv) dom.composer.focus({ preventScroll: true });
@@ -894,7 +932,7 @@
       dom.mentions.hidden = true;
       return;
     }
-    const av = convAvatar(conv);
+    const av = convAvatar(conv, conv.kind === 'bot' && botGone(conv.id) ? 'avatar-gone' : '');
     av.id = 'picker-avatar';
     dom.pickerAvatar.replaceWith(av);
     dom.pickerAvatar = av;
@@ -905,9 +943,9 @@
       dom.pickerSub.textContent = names.length ? `Room · ${names.join(', ')}` : 'Group room';
       dom.leaveRoom.hidden = false;
       dom.inviteRoom.hidden = false;
-      renderMentions(room ? room.bots : []);
+      renderMentions(room ? room.bots.filter((id) => !botGone(id)) : []);
     } else {
-      dom.pickerSub.textContent = 'Private chat';
+      dom.pickerSub.textContent = botGone(conv.id) ? 'No longer available' : 'Private chat';
       dom.leaveRoom.hidden = true;
       dom.inviteRoom.hidden = true;
       dom.mentions.hidden = true;
@@ -955,6 +993,7 @@
   function isContinuation(prev, m, conv) {
     if (!prev) return false;
     if (senderKey(prev, conv) !== senderKey(m, conv)) return false;
+    if (whereLabel(prev, conv) !== whereLabel(m, conv)) return false;
     const a = parseTime(prev.time), b = parseTime(m.time);
     if (!a || !b) return true;
     return dayKey(a) === dayKey(b) && Math.abs(b - a) < GROUP_WINDOW_MS;
@@ -975,15 +1014,27 @@
     }
 
     const body = el('div', 'msg-body');
-    if (!self) body.append(el('div', 'msg-name', senderName(m)));
+    const name = self ? null : el('div', 'msg-name', senderName(m));
+    if (name) body.append(name);
+    const where = whereSaid(m, conv);
+    if (where) {
+      div.classList.add('msg-elsewhere');
+      (name || body).append(whereEl(where)); // beside the name, or on its own over our own bubble
+    }
 
     const bubble = el('div', 'bubble');
     const text = el('div', 'text');
     fillText(text, m.text);
     bubble.append(text);
     body.append(bubble);
+    const failure = !human && m.failed ? failedTurn(div, bubble, m, conv) : null;
+    if (!human && isHandoffNotice(m) && mayFold(m.text)) foldLongText(bubble, text);
 
-    if (m.delegation) body.append(delegTag(m.delegation));
+    if (m.artifacts && m.artifacts.length && window.SwitchboardAttachments) {
+      body.append(window.SwitchboardAttachments.list(m.artifacts, artifactUrl));
+    }
+
+    if (m.delegation) body.append(delegTag(m.delegation, conv, m));
 
     const meta = el('div', 'msg-meta');
     const t = parseTime(m.time);
@@ -996,6 +1047,7 @@
     if (m.status === 'pending') meta.append(el('span', 'msg-state', 'Sending…'));
     if (m.status === 'queued') meta.append(el('span', 'msg-state', 'Waiting for connection…'));
     body.append(meta);
+    if (failure) body.append(failure);
 
     if (m.status === 'failed') {
       const err = el('div', 'msg-error');
@@ -1033,7 +1085,9 @@
       return box;
     }
     box.append(convAvatar(conv, 'avatar-lg'));
-    if (conv.kind === 'bot') {
+    if (conv.kind === 'bot' && botGone(conv.id)) {
+      box.append(el('strong', null, botName(conv.id)), el('span', null, `${botName(conv.id)} is no longer available.`));
+    } else if (conv.kind === 'bot') {
       box.append(el('strong', null, botName(conv.id)), el('span', null, `Say hello — ${botName(conv.id)} will reply here.`));
     } else {
       box.append(el('strong', null, conv.id), el('span', null, 'A group room. Bots reply when you @mention them.'));
@@ -1060,7 +1114,9 @@
     const prevTop = box.scrollTop;
     const frag = document.createDocumentFragment();
     if (conv) {
-      const items = orderedItems(conv);
+      const items = visibleItems(conv);
+      const hidden = orderedItems(conv).length - items.length;
+      if (hidden) frag.append(elsewhereNote(hidden));
       if (!items.length) frag.append(emptyState(conv));
       let prev = null;
       for (const m of items) {
@@ -1071,6 +1127,7 @@
     box.replaceChildren(frag);
     if (keepScroll && !wasAtBottom) box.scrollTop = prevTop;
     else scrollToBottom();
+    renderElsewhereToggle();
   }
 
   function appendItem(parent, m, prev, conv) {
@@ -1084,7 +1141,7 @@
   // Cheap path for the common case (a new message at the end); anything else
   // (out-of-order arrival, messages landing before pending sends) re-renders.
   function addToView(conv, m) {
-    const items = orderedItems(conv);
+    const items = visibleItems(conv);
     const box = dom.messages;
     const atBottom = isAtBottom();
     if (items.length < 2 || items[items.length - 1] !== m) {
@@ -1119,7 +1176,23 @@
     if (!conv || conn.authFailed) return;
     const text = dom.composer.value.trim();
     if (!text) return;
+    const local = dispatchText(conv, text);
+    if (!local) return;
+    dom.composer.value = '';
+    onComposerInput();
+    showLocal(conv, local);
+  }
 
+  // Sends text into conv as a new message (a new client_id): what the
+  // composer and a failed turn's Retry do. False when it is too long.
+  function sendText(conv, text) {
+    const local = dispatchText(conv, text);
+    if (local) showLocal(conv, local);
+    return !!local;
+  }
+
+  // The optimistic message for text, queued for sending; null when too long.
+  function dispatchText(conv, text) {
     const clientId = newClientId();
     const frame = conv.kind === 'bot'
       ? { type: 'send', bot: conv.id, text, client_id: clientId }
@@ -1138,15 +1211,17 @@
     if (utf8Length(JSON.stringify(frame)) > MAX_FRAME_BYTES) {
       // Same outcome as the server's too_large, without the round trip.
       toast('That message is too long to send (64 KB limit). Try splitting it.', 'error');
-      return;
+      return null;
     }
 
     conv.local.push(local);
     conv.last = local;
     dispatchLocal(local);
-    dom.composer.value = '';
-    onComposerInput();
-    addToView(conv, local);
+    return local;
+  }
+
+  function showLocal(conv, local) {
+    if (state.current === conv.key) addToView(conv, local);
     updateSideItem(conv);
   }
 
@@ -1254,16 +1329,106 @@
     if (stick) scrollToBottom();
   }
 
+  // ---------------------------------------------------------- failed turns
+
+  // A bot's apology for a turn whose brain failed (message.failed): a
+  // warning bubble with a Retry that sends the person's message again, as
+  // a new message. The message it answers is message.reply_to.
+  function failedTurn(div, bubble, m, conv) {
+    div.classList.add('msg-turn-failed');
+    const icon = el('span', 'turn-failed-icon', '!');
+    icon.setAttribute('aria-hidden', 'true');
+    bubble.prepend(icon);
+    const row = el('div', 'turn-failed');
+    row.append(el('span', 'turn-failed-label', 'Reply failed'));
+    const asked = m.replyTo != null ? conv.msgs.get(m.replyTo) : null;
+    // Only the person's own message is theirs to send again.
+    if (!asked || !isSelf(asked, conv)) return row;
+    const retry = el('button', 'link-button turn-retry', 'Retry');
+    retry.type = 'button';
+    retry.title = `Send “${summary(asked.text, 60)}” again`;
+    if (sentAgain(conv, m, asked.text)) {
+      retry.disabled = true;
+      retry.textContent = 'Sent again';
+    }
+    retry.addEventListener('click', () => {
+      if (retry.disabled || conn.authFailed) return;
+      if (!sendText(conv, asked.text)) return;
+      retry.disabled = true;
+      retry.textContent = 'Sent again';
+    });
+    row.append(retry);
+    return row;
+  }
+
+  // Whether the person has sent text again since the failed turn m.
+  function sentAgain(conv, m, text) {
+    return orderedItems(conv).some((x) => x !== m && x.from.kind === 'human' && isSelf(x, conv) &&
+      x.text === text && (x.clientId || compareIds(x, m) > 0));
+  }
+
+  function summary(text, n) {
+    const line = String(text).replace(/\s+/g, ' ').trim();
+    return line.length > n ? line.slice(0, n - 1) + '…' : line;
+  }
+
+  // ----------------------------------------------------------- hand-offs
+
+  const FOLD_LINES = 4;
+
+  // A message the asking bot says about its hand-off: the acknowledgement,
+  // and the result notice ("Finn Shipley finished: …").
+  function isHandoffNotice(m) {
+    return !!m.delegation && m.from.id === m.delegation.from_bot;
+  }
+
+  // Whether text may be longer than FOLD_LINES lines on a narrow screen.
+  function mayFold(text) {
+    return text.split('\n').length > FOLD_LINES || text.length > FOLD_LINES * 40;
+  }
+
+  // Folds text after FOLD_LINES lines, with "Show more"/"Show less". The
+  // fold is measured once the bubble is on the page; text that fits keeps
+  // no fold.
+  function foldLongText(bubble, text) {
+    text.classList.add('folded');
+    text.style.setProperty('--fold-lines', String(FOLD_LINES));
+    const toggle = el('button', 'link-button fold-toggle', 'Show more');
+    toggle.type = 'button';
+    toggle.hidden = true;
+    toggle.setAttribute('aria-expanded', 'false');
+    toggle.addEventListener('click', () => {
+      const folded = text.classList.toggle('folded');
+      toggle.textContent = folded ? 'Show more' : 'Show less';
+      toggle.setAttribute('aria-expanded', String(!folded));
+    });
+    bubble.append(toggle);
+    requestAnimationFrame(() => {
+      if (!text.isConnected) return;
+      if (text.scrollHeight > text.clientHeight + 1) {
+        toggle.hidden = false;
+      } else {
+        text.classList.remove('folded');
+        toggle.remove();
+      }
+    });
+  }
+
   // -------------------------------------------------------------- delegations
 
-  function upsertDelegation(d, live) {
+  // Hand-offs are kept by ID with the conversations they were seen in
+  // (a message of theirs was there) and the smallest such message ID,
+  // which orders them: live ones not seen in a message yet are newest.
+  let delegationSeq = 0;
+
+  function upsertDelegation(d) {
     if (!d || d.id == null) return;
     const id = String(d.id);
     const prev = state.delegations.get(id);
     // Frames can cross (a message snapshot after the final status): a finished
     // delegation never goes back to queued/running.
     if (prev && TERMINAL.has(prev.status) && !TERMINAL.has(d.status)) return;
-    const rec = Object.assign(prev || {}, {
+    const rec = Object.assign(prev || { convs: new Set(), order: Number.MAX_SAFE_INTEGER - 1e6 + (delegationSeq += 1) }, {
       id,
       from_bot: d.from_bot ?? (prev && prev.from_bot),
       to_bot: d.to_bot ?? (prev && prev.to_bot),
@@ -1272,60 +1437,104 @@
       depth: d.depth ?? (prev && prev.depth),
     });
     state.delegations.set(id, rec);
-    if (live) renderDelegation(rec, !prev);
     updateDelegTags(rec);
+    schedulePanel();
+  }
+
+  function delegationSeenIn(conv, m) {
+    const rec = state.delegations.get(String(m.delegation.id));
+    if (!rec) return;
+    // A newer message of the hand-off takes the link to the target's chat.
+    const newest = newestOf(conv, rec.id);
+    if (state.current === conv.key && (!newest || compareIds(m, newest) > 0)) {
+      for (const a of dom.messages.querySelectorAll(`.deleg-open[data-delegation-id="${CSS.escape(rec.id)}"]`)) a.remove();
+    }
+    rec.convs.add(conv.key);
+    const n = Number(m.id);
+    if (Number.isFinite(n) && n < rec.order) rec.order = n;
+    schedulePanel();
+  }
+
+  // The hand-offs of a conversation: those seen in it, and in a private
+  // chat those its bot started or was given (for this person: the
+  // gateway sends no one else's).
+  function delegationsOf(conv) {
+    if (!conv) return [];
+    return [...state.delegations.values()]
+      .filter((d) => d.convs.has(conv.key) || (conv.kind === 'bot' && (d.from_bot === conv.id || d.to_bot === conv.id)))
+      .sort((a, b) => b.order - a.order);
   }
 
   function delegWho(d) { return `${botName(d.from_bot)} → ${botName(d.to_bot)}`; }
 
   // Row text reads "Matty Atlas → Finn Shipley: build the login page · running".
-  function renderDelegation(rec, isNew) {
-    if (!rec.el) {
-      rec.el = el('li', 'delegation');
-      rec.el.dataset.id = rec.id;
-    }
-    const li = rec.el;
+  function delegationRow(rec) {
+    const li = el('li', 'delegation');
+    li.dataset.id = rec.id;
     li.dataset.status = rec.status;
     const who = el('span', 'deleg-who', delegWho(rec));
     const task = el('span', 'deleg-task', rec.task || '');
     const status = el('span', 'deleg-status', rec.status);
-    li.replaceChildren(el('span', 'deleg-dot'), who, document.createTextNode(': '), task, document.createTextNode(' · '), status);
+    li.append(el('span', 'deleg-dot'), who, document.createTextNode(': '), task, document.createTextNode(' · '), status);
     li.title = `${delegWho(rec)}: ${rec.task || ''}${rec.depth > 1 ? ` (depth ${rec.depth})` : ''} — ${rec.status}`;
-    if (isNew || !li.isConnected) dom.delegations.prepend(li);
-    // Keep the list short: drop the oldest finished rows first.
-    const rows = [...dom.delegations.children];
-    for (let i = rows.length - 1; i >= 0 && dom.delegations.children.length > MAX_DELEGATIONS_SHOWN; i--) {
-      if (TERMINAL.has(rows[i].dataset.status)) rows[i].remove();
-    }
-    renderDelegationPanel();
+    return li;
   }
 
+  let panelQueued = false;
+  function schedulePanel() {
+    if (panelQueued) return;
+    panelQueued = true;
+    queueMicrotask(() => { panelQueued = false; renderDelegationPanel(); });
+  }
+
+  // The open conversation's hand-offs, newest first: the active ones,
+  // then the finished ones folded under "Finished (n)".
   function renderDelegationPanel() {
-    const rows = [...dom.delegations.children];
-    dom.delegationPanel.hidden = rows.length === 0;
-    const active = rows.filter((r) => !TERMINAL.has(r.dataset.status)).length;
-    dom.delegCount.textContent = active ? `${active} active` : 'all finished';
-    dom.delegCount.classList.toggle('active', active > 0);
-    dom.delegClear.hidden = rows.length === active;
+    const all = delegationsOf(currentConv());
+    const active = all.filter((d) => !TERMINAL.has(d.status));
+    const finished = all.filter((d) => TERMINAL.has(d.status));
+    dom.delegationPanel.hidden = all.length === 0;
+    dom.delegations.replaceChildren(...active.map(delegationRow));
+    dom.delegations.hidden = active.length === 0;
+    dom.delegDone.replaceChildren(...finished.map(delegationRow));
+    dom.delegFinished.hidden = finished.length === 0;
+    dom.delegFinishedCount.textContent = String(finished.length);
+    dom.delegCount.textContent = active.length ? `${active.length} active` : 'all finished';
+    dom.delegCount.classList.toggle('active', active.length > 0);
   }
 
-  function clearFinishedDelegations() {
-    for (const row of [...dom.delegations.children]) {
-      if (!TERMINAL.has(row.dataset.status)) continue;
-      row.remove();
-      const rec = state.delegations.get(row.dataset.id);
-      if (rec) rec.el = null;
-    }
-    renderDelegationPanel();
-  }
-
-  // The small status line under a bot's hand-off message, updated live.
-  function delegTag(d) {
+  // The small status line under a hand-off message, updated live. The
+  // newest message of a hand-off in a chat also has a way to the target's
+  // chat, when that is not the open one.
+  function delegTag(d, conv, m) {
     const rec = state.delegations.get(String(d.id)) || d;
     const tag = el('div', 'deleg-tag');
     tag.dataset.delegationId = String(d.id);
     fillDelegTag(tag, rec);
-    return tag;
+    const to = String(rec.to_bot || '');
+    if (!to || !state.botsById.has(to) || (conv.kind === 'bot' && conv.id === to) || newestOf(conv, d.id) !== m) return tag;
+    const wrap = el('div', 'deleg-line');
+    const open = el('button', 'link-button deleg-open', 'Open chat →');
+    open.type = 'button';
+    open.title = `Open your chat with ${botName(to)}`;
+    open.setAttribute('aria-label', open.title);
+    open.dataset.bot = to;
+    open.dataset.delegationId = String(d.id);
+    open.addEventListener('click', () => {
+      getConv('bot', to);
+      selectConv('b:' + to, { focus: !isTouch() });
+    });
+    wrap.append(tag, open);
+    return wrap;
+  }
+
+  // The newest message of hand-off id in conv.
+  function newestOf(conv, id) {
+    let newest = null;
+    for (const x of conv.msgs.values()) {
+      if (x.delegation && String(x.delegation.id) === String(id) && (!newest || compareIds(x, newest) > 0)) newest = x;
+    }
+    return newest;
   }
 
   function fillDelegTag(tag, d) {
@@ -1336,6 +1545,127 @@
 
   function updateDelegTags(rec) {
     for (const tag of dom.messages.querySelectorAll(`.deleg-tag[data-delegation-id="${CSS.escape(rec.id)}"]`)) fillDelegTag(tag, rec);
+  }
+
+  // ------------------------------------------------ where a message was said
+
+  // A private chat's history is the whole session with its bot (SPEC §7): what
+  // the person and the bot said in rooms, on Telegram, on Discord is in it
+  // too. Such a message is labelled with where it was said, or left out while
+  // the header's toggle says so (a choice this browser remembers).
+  const PLATFORM_NAMES = { telegram: 'Telegram', discord: 'Discord' };
+
+  // null for a message said in this conversation itself; else {label, room?}.
+  function whereSaid(m, conv) {
+    if (conv.kind !== 'bot' || !m.chat || !state.platformId) return null;
+    const chat = String(m.chat);
+    const platform = m.platform || 'web';
+    if (platform === 'web' && chat === `${state.platformId}:${conv.id}`) return null;
+    if (m.chatType === 'group') {
+      if (platform === 'web') return { label: `in #${chat}`, room: chat };
+      if (platform === 'telegram') return { label: 'in a Telegram group' };
+      if (platform === 'discord') return { label: 'in a Discord channel' };
+      if (platform === 'cli') return { label: `in #${chat} in the terminal` };
+      return { label: `in a group on ${platform}` };
+    }
+    // The same person's private chat as another web identity (users.yaml
+    // lists several), from the terminal, or on another platform.
+    if (platform === 'web') return { label: `on the web as ${chat.slice(0, chat.lastIndexOf(':'))}` };
+    if (platform === 'cli') return { label: 'in the terminal' };
+    return { label: `on ${PLATFORM_NAMES[platform] || platform}` };
+  }
+
+  function whereLabel(m, conv) {
+    const w = whereSaid(m, conv);
+    return w ? w.label : '';
+  }
+
+  // The label over the bubble; a room this page knows opens on a click.
+  function whereEl(where) {
+    const box = el('div', 'msg-where');
+    if (where.room && state.rooms.has(where.room)) {
+      const open = el('button', 'msg-where-link', where.label);
+      open.type = 'button';
+      open.title = `Open #${where.room}`;
+      open.addEventListener('click', () => selectConv('r:' + where.room, { focus: !isTouch() }));
+      box.append(open);
+    } else {
+      box.textContent = where.label;
+    }
+    return box;
+  }
+
+  // What the open conversation shows: everything, or all but what was said
+  // elsewhere.
+  function visibleItems(conv) {
+    const items = orderedItems(conv);
+    if (state.showElsewhere || conv.kind !== 'bot') return items;
+    return items.filter((m) => !whereSaid(m, conv));
+  }
+
+  function elsewhereNote(n) {
+    const note = el('div', 'elsewhere-note');
+    note.append(el('span', null, `${n} message${n === 1 ? '' : 's'} from other chats hidden`));
+    const show = el('button', 'link-button', 'Show');
+    show.type = 'button';
+    show.addEventListener('click', () => setShowElsewhere(true));
+    note.append(show);
+    return note;
+  }
+
+  // The header's toggle, shown in a private chat that holds messages said
+  // elsewhere.
+  function renderElsewhereToggle() {
+    const conv = currentConv();
+    const n = conv && conv.kind === 'bot' ? orderedItems(conv).filter((m) => whereSaid(m, conv)).length : 0;
+    const t = dom.elsewhereToggle;
+    t.hidden = n === 0;
+    t.setAttribute('aria-pressed', String(state.showElsewhere));
+    t.title = state.showElsewhere
+      ? 'Showing what was said in rooms and on other platforms, labelled. Click to hide it.'
+      : `Hiding ${n} message${n === 1 ? '' : 's'} said in rooms or on other platforms. Click to show them.`;
+  }
+
+  function setShowElsewhere(show) {
+    state.showElsewhere = show;
+    if (show) storage.remove(ELSEWHERE_KEY); else storage.set(ELSEWHERE_KEY, 'hidden');
+    const conv = currentConv();
+    if (conv) {
+      const items = visibleItems(conv);
+      conv.last = items.length ? items[items.length - 1] : null;
+      updateSideItem(conv);
+    }
+    renderMessages(true);
+  }
+
+  // ------------------------------------------------------------------ roster
+
+  // bots (SPEC §7): a config reload changed the web's bots. New ones appear,
+  // renamed ones change, removed ones are gone (setBots).
+  function onBots(f) {
+    if (!Array.isArray(f.bots)) return;
+    setBots(f.bots);
+    for (const conv of state.convs.values()) updateSideItem(conv);
+    const cur = currentConv();
+    if (!cur || !conversationExists(cur)) selectConv(initialConvKey(), { focus: false });
+    else { renderHeader(); renderMessages(true); }
+    updateComposerState();
+  }
+
+  // Bots listed before and not now are gone; a bot listed again is back.
+  function noteGoneBots(before) {
+    for (const b of before) if (!state.botsById.has(b.id)) state.goneBots.set(b.id, b.name);
+    for (const id of state.botsById.keys()) state.goneBots.delete(id);
+  }
+
+  function botGone(id) {
+    return !state.botsById.has(id) && state.goneBots.has(id);
+  }
+
+  // A removed bot's chat stays while there is something in it to read.
+  function keepGone(id) {
+    const conv = state.convs.get('b:' + id);
+    return !!conv && (conv.msgs.size > 0 || conv.local.length > 0 || state.current === conv.key);
   }
 
   // ---------------------------------------------------------------- composer
@@ -1350,10 +1680,18 @@
 
   function updateComposerState() {
     const conv = currentConv();
-    const usable = !!conv && !conn.authFailed;
+    // A chat with a bot a reload removed stays readable, but takes no message.
+    const gone = !!conv && conv.kind === 'bot' && botGone(conv.id);
+    const usable = !!conv && !conn.authFailed && !gone;
     dom.composer.disabled = !usable;
     dom.send.disabled = !usable || !dom.composer.value.trim();
     if (!conv) dom.composer.placeholder = conn.everConnected ? 'No bots available' : 'Connecting…';
+    dom.convNotice.hidden = !gone;
+    if (gone) {
+      const name = botName(conv.id);
+      dom.convNoticeText.textContent = `${name} is no longer available.`;
+      dom.composer.placeholder = `${name} is no longer available`;
+    }
   }
 
   // ------------------------------------------------------- drawer & dialogs
@@ -1524,10 +1862,10 @@
     const ids = ['app', 'sidebar', 'bot-list', 'bot-empty', 'room-list', 'room-empty', 'new-room', 'identity',
       'scrim', 'picker', 'picker-avatar', 'picker-name', 'picker-sub', 'status', 'status-label', 'leave-room',
       'close-embed', 'auth-banner', 'auth-detail', 'continue-anon', 'retry-auth', 'delegation-panel',
-      'deleg-toggle', 'deleg-count', 'deleg-clear', 'delegations', 'messages', 'jump', 'typing', 'typing-text',
+      'deleg-toggle', 'deleg-count', 'delegations', 'deleg-finished', 'deleg-finished-count', 'deleg-done', 'messages', 'jump', 'typing', 'typing-text',
       'composer-form', 'mentions', 'composer', 'send', 'room-dialog', 'room-form', 'room-name', 'room-bots',
       'room-error', 'room-cancel', 'room-open', 'invite-room', 'invite-dialog', 'invite-form', 'invite-title',
-      'invite-user', 'invite-error', 'invite-cancel', 'toasts'];
+      'invite-user', 'invite-error', 'invite-cancel', 'toasts', 'elsewhere-toggle', 'conv-notice', 'conv-notice-text'];
     for (const id of ids) dom[id.replace(/-(\w)/g, (_, c) => c.toUpperCase())] = document.getElementById(id);
   }
 
@@ -1565,7 +1903,7 @@
       const collapsed = dom.delegationPanel.classList.toggle('collapsed');
       dom.delegToggle.setAttribute('aria-expanded', String(!collapsed));
     });
-    dom.delegClear.addEventListener('click', clearFinishedDelegations);
+    dom.elsewhereToggle.addEventListener('click', () => setShowElsewhere(!state.showElsewhere));
 
     document.addEventListener('keydown', (e) => {
       if (e.key !== 'Escape') return;
@@ -1592,6 +1930,7 @@
     }
     bindEvents();
     state.creds = readCreds();
+    state.showElsewhere = storage.get(ELSEWHERE_KEY) !== 'hidden';
     renderHeader();
     updateComposerState();
     connect();
