@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"retention":          nil,
 	"download":           {"chat"},
 	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
+	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
 	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
 	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox"},
