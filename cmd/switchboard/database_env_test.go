@@ -8,8 +8,9 @@ import (
 )
 
 // TestServeDatabaseEnv checks serve's start with gateway.database_env
-// (SPEC §11): an unset, empty or malformed variable stops the start with
-// an error naming it, and no error shows the password.
+// (SPEC §11): an unset, empty or malformed variable, or a server that
+// cannot be reached, stops the start with an error naming it and the
+// host, and no error shows the password.
 func TestServeDatabaseEnv(t *testing.T) {
 	const name = "SB_TEST_DATABASE_URL"
 	bots := strings.Replace(testBots, "  database: test.db\n", "  database_env: "+name+"\n", 1)
@@ -23,7 +24,7 @@ func TestServeDatabaseEnv(t *testing.T) {
 		{name: "empty", value: "", want: "the environment variable " + name + " is empty"},
 		{name: "not postgres", value: "mysql://sb:s3cret@db.internal/sb", want: "$" + name + " is mysql://sb:xxxxx@db.internal/sb, not a postgres:// URL"},
 		{name: "unparsable", value: "postgres://sb:s3/cret@db.internal/sb", want: "$" + name + " is not a URL"},
-		{name: "no store yet", value: "postgres://sb:s3cret@db.internal:5432/sb", want: "postgres://sb:xxxxx@db.internal:5432/sb"},
+		{name: "unreachable", value: "postgres://sb:s3cret@127.0.0.1:1/sb?sslmode=disable", want: "$" + name + ": store: cannot reach the PostgreSQL server 127.0.0.1:1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
