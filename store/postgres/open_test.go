@@ -97,6 +97,8 @@ func TestOpenErrors(t *testing.T) {
 			[]string{"cannot reach the PostgreSQL server", "127.0.0.1:1"}},
 		{"escaped password", "postgres://sb:" + secret + "%21@127.0.0.1:1/sb?sslmode=disable",
 			[]string{"127.0.0.1:1"}},
+		{"no such database", strings.Replace(pgtest.ServerURL(t), "/postgres?", "/no_such_db?", 1),
+			[]string{"the PostgreSQL server 127.0.0.1:", "refused the connection", `database "no_such_db"`, "does not exist"}},
 		{"bad port", "postgres://sb:" + secret + "@127.0.0.1:port/sb", []string{"URL cannot be read"}},
 		{"bad option", "postgres://sb:" + secret + "@127.0.0.1:5432/sb?sslmode=sometimes", []string{"URL cannot be read"}},
 	} {

@@ -74,15 +74,16 @@ func WithLogger(l *slog.Logger) Option {
 // otherwise: a turn, a delivery and an intake each hold a connection only
 // for one short transaction.
 const (
-	defaultMaxConns = 16
+	defaultMaxConns = 20
 	// connectTimeout bounds one attempt to connect when the URL gives no
 	// connect_timeout: an unreachable server is reported, not waited on.
 	connectTimeout = 10 * time.Second
 )
 
 // Open connects to the database at rawURL (postgres://…) and migrates
-// it. The server unreachable, or a URL that cannot be read, is an error
-// that names the host and never the password.
+// it. The server unreachable or refusing the connection, or a URL that
+// cannot be read, is an error that names the host and never the
+// password.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	o := options{logger: slog.Default()}
 	for _, opt := range opts {
@@ -106,6 +107,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	if err := s.pool.Ping(ctx); err != nil {
 		s.pool.Close()
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			// It answered: a wrong password, no such database or user.
+			return nil, hide(fmt.Errorf("store: the PostgreSQL server %s refused the connection: %w", s.where, err), secret)
+		}
 		return nil, hide(fmt.Errorf("store: cannot reach the PostgreSQL server %s: %w", s.where, err), secret)
 	}
 	if err := s.migrate(ctx); err != nil {
