@@ -78,7 +78,7 @@ func (t *txn) ensureConversation(in chat.Ref, bot, name string, at int64) (int64
 	if in.Type != chat.Private {
 		bot = ""
 	}
-	for {
+	for range 3 {
 		var id int64
 		err := t.scanOne(`SELECT id FROM conversations WHERE platform = $1 AND chat_id = $2 AND bot = $3`,
 			[]any{in.Platform, in.ID, bot}, &id)
@@ -91,8 +91,10 @@ func (t *txn) ensureConversation(in chat.Ref, bot, name string, at int64) (int64
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return id, err
 		}
-		// Another transaction made it meanwhile: it is there to read now.
+		// Another transaction made it meanwhile: it is there to read now
+		// (unless deleted again).
 	}
+	return 0, errRetry
 }
 
 // addParticipant records that a person ("user") or a bot takes part in
@@ -131,7 +133,7 @@ func (t *txn) link(session string, message int64) error {
 // commit one transaction after another, in the order of their IDs and
 // their messages' IDs, whichever process stores them.
 func (t *txn) ensureSession(key sessions.Key, at int64) (string, error) {
-	for {
+	for range 3 {
 		var id string
 		err := t.scanOne(`SELECT id FROM sessions WHERE bot = $1 AND scope = $2 AND scope_id = $3 FOR NO KEY UPDATE`,
 			[]any{key.Bot, key.Scope, key.ScopeID}, &id)
@@ -146,6 +148,7 @@ func (t *txn) ensureSession(key sessions.Key, at int64) (string, error) {
 			return id, err
 		}
 	}
+	return "", errRetry
 }
 
 // lockSessions ensures the sessions of keys, locked, in one order (by

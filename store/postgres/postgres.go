@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -274,16 +275,21 @@ func (t *txn) each(query string, args []any, fn func(pgx.Rows) error) error {
 	return rows.Err()
 }
 
-// clean makes the strings among args storable as PostgreSQL text, which
-// holds no NUL character and only valid UTF-8: each NUL, and each byte
-// that is not UTF-8, becomes U+FFFD. Other values pass as they are.
+// clean returns args with their strings made storable as PostgreSQL
+// text, which holds no NUL character and only valid UTF-8: each NUL, and
+// each byte that is not UTF-8, becomes U+FFFD. Other values pass as they
+// are; args itself is not changed.
 func clean(args []any) []any {
+	out := args
 	for i, a := range args {
 		if s, ok := a.(string); ok && (strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)) {
-			args[i] = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+			if &out[0] == &args[0] {
+				out = slices.Clone(args)
+			}
+			out[i] = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 		}
 	}
-	return args
+	return out
 }
 
 // Secret returns the named random secret, creating it with n random

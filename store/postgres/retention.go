@@ -215,14 +215,50 @@ func (s *Store) DeleteIdleVisitors(ctx context.Context, idleSince time.Time, lis
 
 // deleteVisitor deletes everything of visitor v, unless they were seen
 // at cutoff or later or have work pending (then counted as skipped).
+//
+// Their sessions are locked first: a message of theirs arriving
+// meanwhile, which locks its session before it is stored (see
+// ensureSession), waits, and then finds the session and the chat gone
+// and starts new ones. Their messages are locked and looked at before
+// anything is deleted: one stored since the check makes them seen.
 func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
-	var seen int64
-	err := t.scanOne(strings.ReplaceAll(lastSeen, "LIKE $1", "= $1"), []any{v}, new(string), &seen)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // deleted meanwhile
-	}
+	sess, err := t.strings(`SELECT id FROM sessions WHERE scope = 'user' AND scope_id = $1 ORDER BY bot FOR UPDATE`, v)
 	if err != nil {
 		return err
+	}
+	var msgs []int64
+	seen := int64(-1) // -1: nothing of theirs is left (deleted meanwhile)
+	if len(sess) > 0 {
+		seen = 0 // a session alone says nothing of when they were seen
+	}
+	err = t.each(`SELECT id, from_kind = 'human', created_at FROM messages WHERE user_id = $1 ORDER BY id FOR UPDATE`,
+		[]any{v}, func(rows pgx.Rows) error {
+			var id, at int64
+			var human bool
+			if err := rows.Scan(&id, &human, &at); err != nil {
+				return err
+			}
+			msgs = append(msgs, id)
+			if human {
+				seen = max(seen, at)
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	var joined *int64
+	if err := t.scanOne(`SELECT MAX(at) FROM (
+			SELECT joined_at AS at FROM participants WHERE kind = 'user' AND participant_id = $1
+			UNION ALL SELECT joined_at FROM room_members WHERE member_id = $1
+			UNION ALL SELECT 0 FROM delegations WHERE user_id = $1) joins`, []any{v}, &joined); err != nil {
+		return err
+	}
+	if joined != nil {
+		seen = max(seen, *joined)
+	}
+	if seen < 0 {
+		return nil
 	}
 	var busy bool
 	if err := t.scanOne(`SELECT EXISTS (SELECT 1 FROM turns t JOIN messages m ON m.id = t.message_id
@@ -237,19 +273,9 @@ func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
 		c.Skipped++
 		return nil
 	}
-	doomed, err := t.strings(`SELECT id FROM delegations WHERE user_id = $1`, v)
-	if err != nil {
-		return err
-	}
 	// Their messages (their own, the replies to them, their hand-offs'
-	// wrappers and answers), locked against new turns.
-	var msgs []int64
-	err = t.each(`SELECT id FROM messages WHERE user_id = $1 ORDER BY id FOR UPDATE`, []any{v}, func(rows pgx.Rows) error {
-		var id int64
-		err := rows.Scan(&id)
-		msgs = append(msgs, id)
-		return err
-	})
+	// wrappers and answers), delegations and sessions.
+	doomed, err := t.strings(`SELECT id FROM delegations WHERE user_id = $1`, v)
 	if err != nil {
 		return err
 	}
@@ -257,10 +283,6 @@ func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
 		return err
 	}
 	if err := t.deleteDelegations(doomed, c); err != nil {
-		return err
-	}
-	sess, err := t.strings(`SELECT id FROM sessions WHERE scope = 'user' AND scope_id = $1`, v)
-	if err != nil {
 		return err
 	}
 	if err := t.deleteSessions(sess, c); err != nil {
