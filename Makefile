@@ -12,7 +12,7 @@ export CGO_ENABLED := 1
 # from the module proxy once.
 export GOTOOLCHAIN := auto
 
-.PHONY: all build run test lint fuzz bench bench-go deps browser postgres clean
+.PHONY: all build run test test-postgres lint fuzz bench bench-go deps browser postgres clean
 
 all: build
 
@@ -34,6 +34,12 @@ run: build
 # `scripts/ensure-postgres.sh stop`).
 test: deps browser postgres
 	$(GO) test -race -count=1 -timeout 14m ./...
+
+# The gateway's end-to-end tests again, each on a PostgreSQL database of
+# its own instead of its SQLite file (`make test` runs the PostgreSQL
+# store's own tests and a few end-to-end ones on PostgreSQL).
+test-postgres: deps browser postgres
+	SWITCHBOARD_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 14m ./cmd/switchboard
 
 browser:
 	@scripts/ensure-chromium.sh

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,3 +104,34 @@ func pgQueryRow(url, query string, args []any, dest ...any) error {
 	defer conn.Close(ctx)
 	return conn.QueryRow(ctx, query, args...).Scan(dest...)
 }
+
+// testStoreEnv, set to "postgres", runs the in-process end-to-end tests
+// on PostgreSQL: each configuration that writeConfigDir writes gets a
+// new database of its own instead of its SQLite file.
+const testStoreEnv = "SWITCHBOARD_TEST_STORE"
+
+// onTestStore returns bots as it is, or, under
+// SWITCHBOARD_TEST_STORE=postgres, with its gateway.database replaced by
+// gateway.database_env naming a variable (set for the rest of the test
+// binary's run, under a name of its own) that holds a new database's URL.
+func onTestStore(t *testing.T, bots string) string {
+	t.Helper()
+	switch os.Getenv(testStoreEnv) {
+	case "", "sqlite":
+		return bots
+	case "postgres":
+	default:
+		t.Fatalf("$%s is %q: sqlite or postgres", testStoreEnv, os.Getenv(testStoreEnv))
+	}
+	i := strings.Index(bots, "  database: ")
+	if i < 0 {
+		return bots
+	}
+	end := i + strings.IndexByte(bots[i:], '\n')
+	name := fmt.Sprintf("SB_TEST_DATABASE_%d", testDatabases.Add(1))
+	os.Setenv(name, pgtest.NewDatabase(t))
+	return bots[:i] + "  database_env: " + name + bots[end:]
+}
+
+// testDatabases numbers the variables onTestStore sets.
+var testDatabases atomic.Int64
