@@ -135,3 +135,61 @@ func onTestStore(t *testing.T, bots string) string {
 
 // testDatabases numbers the variables onTestStore sets.
 var testDatabases atomic.Int64
+
+// TestDBCopyCommand: `switchboard db copy` copies a gateway's SQLite
+// file into PostgreSQL (the URL from a variable, with its password kept
+// out of every message), prints the rows it copied, refuses a second copy
+// into the same database, and the gateway then runs on the copy with its
+// visitors' identities and history.
+func TestDBCopyCommand(t *testing.T) {
+	t.Setenv(testStoreEnv, "") // the source is a SQLite file
+	dir := configDir(t)
+	m := startMain(t, dir)
+	c := dial(t, m.Addr(), nil)
+	token := c.hello["token"].(string)
+	c.send(map[string]any{"type": "send", "bot": "finnshipley", "text": "task 0", "client_id": "0"})
+	c.expect("ack")
+	c.expect("message")
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := url.Parse(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "copy-Pa55"
+	db.User = url.UserPassword(db.User.Username(), password)
+	t.Setenv("SB_COPY_URL", db.String())
+	src := filepath.Join(dir, "test.db")
+	code, out, errOut := runCLI("db", "copy", "--from", src, "--to", "$SB_COPY_URL")
+	if code != 0 || !strings.Contains(out, "messages") || !strings.Contains(out, "copied ") || strings.Contains(out+errOut, password) {
+		t.Fatalf("db copy: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCLI("db", "copy", "--to", "$SB_COPY_URL", "--from", src)
+	if code != 1 || !strings.Contains(errOut, "refused") || !strings.Contains(errOut, "already holds data") ||
+		strings.Contains(out+errOut, password) {
+		t.Errorf("second db copy: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"db"}, {"db", "copy", "--from", src}, {"db", "copy", "--from", "$SB_NO_SUCH_VARIABLE", "--to", "x.db"}} {
+		if code, _, errOut := runCLI(args...); code != 2 || errOut == "" {
+			t.Errorf("%q: exit %d, stderr %q; want a usage error", args, code, errOut)
+		}
+	}
+
+	// The gateway on the copy: the visitor is who they were.
+	bots := strings.Replace(testBots, "  database: test.db\n", "  database_env: SB_COPY_URL\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m2 := startMain(t, dir)
+	c2 := dial(t, m2.Addr(), url.Values{"token": {token}})
+	if c2.hello["platform_id"] != c.hello["platform_id"] {
+		t.Fatalf("resumed on the copy as %v, want %v", c2.hello["platform_id"], c.hello["platform_id"])
+	}
+	c2.send(map[string]any{"type": "send", "bot": "finnshipley", "text": "task 1", "client_id": "1"})
+	c2.expect("ack")
+	if got := c2.expect("message")["text"]; got != "Finn got task 1 (2 before)" {
+		t.Errorf("reply on the copy = %q", got)
+	}
+}

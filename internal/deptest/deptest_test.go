@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"download":           {"chat"},
 	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
 	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
+	"store/dbcopy":       {"store/postgres", "store/sqlite"},
 	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
 	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox"},
