@@ -193,3 +193,79 @@ func TestDBCopyCommand(t *testing.T) {
 		t.Errorf("reply on the copy = %q", got)
 	}
 }
+
+// lostBots has Finn answer after a second, so that a turn is running
+// when the database goes away.
+const lostBots = `
+gateway:
+  listen: 127.0.0.1:0
+  database_env: %s
+bots:
+  - id: mattyatlas
+    name: Matty Atlas
+    brain:
+      kind: script
+      default: 'Matty heard: {{.Text}}'
+    platforms:
+      web: {}
+  - id: finnshipley
+    name: Finn Shipley
+    brain:
+      kind: exec
+      command: [sh, -c, 'sleep 1; printf "%%s\n" "Finn heard: $(tail -n 1)"']
+    platforms:
+      web: {}
+`
+
+// TestPostgresLostAndBack (SPEC §11): while the database is unreachable
+// the widget's sends are answered unavailable, a turn acknowledged
+// before is not lost, and once the database is back the gateway answers
+// it and takes new messages, without a restart.
+func TestPostgresLostAndBack(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	const env = "SB_TEST_LOST_URL"
+	t.Setenv(env, dbURL)
+	m := startMain(t, writeConfigDir(t, fmt.Sprintf(lostBots, env)))
+	c := dial(t, m.Addr(), nil)
+
+	// Finn's turn runs while the database goes.
+	c.send(map[string]any{"type": "send", "bot": "finnshipley", "text": "slow one", "client_id": "1"})
+	c.expect("ack")
+	admin, err := pgx.Connect(ctx, pgtest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	u, _ := url.Parse(dbURL)
+	name := pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()
+	cut := func(allow bool) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %v", name, allow)); err != nil {
+			t.Fatal(err)
+		}
+		if !allow {
+			if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE datname = $1 AND pid <> pg_backend_pid()`, strings.TrimPrefix(u.Path, "/")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cut(false)
+	c.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "while it is gone", "client_id": "2"})
+	if f := c.expect("error"); f["code"] != "unavailable" || f["client_id"] != "2" {
+		t.Errorf("a send while the database is gone = %v, want unavailable", f)
+	}
+	time.Sleep(1500 * time.Millisecond) // Finn's answer is ready, and cannot be stored
+	cut(true)
+
+	// Back: Finn's answer arrives, and new messages are taken.
+	if f := c.expect("message"); f["text"] != "Finn heard: slow one" {
+		t.Errorf("the turn acknowledged before = %v", f)
+	}
+	c.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "back", "client_id": "3"})
+	c.expect("ack")
+	if f := c.expect("message"); f["text"] != "Matty heard: back" {
+		t.Errorf("a message once the database is back = %v", f)
+	}
+}
