@@ -63,7 +63,7 @@ lint: deps
 fuzz: deps
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-# One table from one run (about 75 seconds): the gateway binary against a
+# One table from one run (about 90 seconds): the gateway binary against a
 # bare WebSocket echo server and a fake model server on this machine; see
 # docs/performance.md. BENCHFLAGS=-quick for a smoke run.
 bench: deps
