@@ -254,8 +254,19 @@ func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.
 		}
 		return nil
 	})
+	var ce *commitError
+	if errors.As(err, &ce) {
+		s.unsure.put(inboundKey(in), res)
+	}
 	if err != nil {
 		return gateway.InboundResult{}, fmt.Errorf("store: append inbound: %w", err)
+	}
+	if res.Duplicate {
+		// Stored by this process, when its commit's answer was lost
+		// (unsure.go): the caller has not learnt of its turns yet.
+		if r, ok := s.unsure.take(inboundKey(in)); ok && r.(gateway.InboundResult).Message.ID == res.Message.ID {
+			return r.(gateway.InboundResult), nil
+		}
 	}
 	return res, nil
 }

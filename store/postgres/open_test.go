@@ -209,3 +209,49 @@ func inbound(user, msgID, text string) gateway.Inbound {
 }
 
 func timeNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// TestLostCommit: a write whose COMMIT took effect but whose answer was
+// lost (the caller sees an error) is not lost to its caller: tried
+// again, it returns what the first try stored (the message's turns to
+// wake, the reply's outbox entry to deliver), and only then reads as a
+// duplicate, or as done, as any other.
+func TestLostCommit(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.NewDatabase(t))
+	in := inbound("ann", "m1", "hello")
+	postgres.FailNextCommit(s.Store)
+	if _, err := s.AppendInbound(ctx, in); err == nil {
+		t.Fatal("the lost commit reported no error")
+	}
+	res, err := s.AppendInbound(ctx, in)
+	if err != nil || res.Duplicate || len(res.Turns) != 1 {
+		t.Fatalf("the second try = %+v, %v; want what the first stored, its turn included", res, err)
+	}
+	if again, err := s.AppendInbound(ctx, in); err != nil || !again.Duplicate || again.Message.ID != res.Message.ID {
+		t.Errorf("a third arrival = %+v, %v; want a duplicate", again, err)
+	}
+
+	turn, _, err := s.NextTurn(ctx, res.Turns[0].SessionID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sessions.Outcome{Turn: turn.Ref, Posts: []sessions.Post{{Session: turn.Ref.SessionID, Message: chat.Message{
+		Platform: "web", ChatID: "web-ann:matty", ChatType: chat.Private, Kind: chat.KindChat,
+		From: chat.Party{Kind: chat.Bot, ID: "matty", Name: "matty"}, UserID: "ann", Bot: "matty", Text: "hi", Time: timeNow(),
+	}}}}
+	postgres.FailNextCommit(s.Store)
+	if _, err := s.CompleteTurn(ctx, o); err == nil {
+		t.Fatal("the lost commit reported no error")
+	}
+	done, err := s.CompleteTurn(ctx, o)
+	if err != nil || len(done.Outbox) != 1 || done.Outbox[0].Text != "hi" {
+		t.Fatalf("the second try = %+v, %v; want the reply the first stored", done, err)
+	}
+	pending, err := s.PendingOutbox(ctx)
+	if err != nil || len(pending) != 1 || pending[0].OutboxID != done.Outbox[0].OutboxID {
+		t.Errorf("pending outbox = %+v, %v; want the one reply", pending, err)
+	}
+	if again, err := s.CompleteTurn(ctx, o); err != nil || len(again.Outbox) != 0 {
+		t.Errorf("a third completion = %+v, %v; want nothing", again, err)
+	}
+}

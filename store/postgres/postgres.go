@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -53,6 +54,12 @@ type Store struct {
 	// messages.
 	where string
 	log   *slog.Logger
+	// unsure holds what this process's writes whose COMMIT failed would
+	// have stored (unsure.go).
+	unsure unsure
+	// commitFault makes the next commit report a failure after it took
+	// effect (tests).
+	commitFault atomic.Bool
 }
 
 // Option configures Open.
@@ -223,15 +230,39 @@ func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
 func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(*txn) error) error {
 	var err error
 	for try := 0; try < maxTries; try++ {
-		err = pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
-			return fn(&txn{ctx: ctx, q: tx})
-		})
-		if !retryable(err) {
+		if err = s.once(ctx, opts, fn); !retryable(err) {
 			return err
 		}
 	}
 	return err
 }
+
+// once runs fn in one transaction. A failed COMMIT is a *commitError:
+// whether the transaction took effect is not known.
+func (s *Store) once(ctx context.Context, opts pgx.TxOptions, fn func(*txn) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(&txn{ctx: ctx, q: tx}); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return &commitError{err: err}
+	}
+	if s.commitFault.CompareAndSwap(true, false) {
+		return &commitError{err: errors.New("connection lost after COMMIT (a test's fault)")}
+	}
+	return nil
+}
+
+// commitError is a COMMIT that failed, usually because the connection
+// broke: the server may or may not have committed. See unsure.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
 
 // retryable reports whether a transaction that failed with err may
 // succeed if run again.

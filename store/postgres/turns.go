@@ -127,7 +127,18 @@ func (s *Store) CompleteTurn(ctx context.Context, o sessions.Outcome) (sessions.
 		done = sessions.Done{}
 		return tx.complete(o, &done)
 	})
+	var ce *commitError
+	if errors.As(err, &ce) && o.Turn.ID != 0 {
+		s.unsure.put(turnKey(o.Turn.ID), done)
+	}
 	if errors.Is(err, errTurnDone) {
+		// Done before: by this process, when its commit's answer was
+		// lost (unsure.go), then what it stored is returned now.
+		if d, ok := s.unsure.take(turnKey(o.Turn.ID)); ok {
+			if stored, err := s.outboxStored(ctx, d.(sessions.Done)); err == nil && stored {
+				return d.(sessions.Done), nil
+			}
+		}
 		// Nothing stored; whether turns are left is not known here.
 		return sessions.Done{More: true}, nil
 	}
@@ -300,4 +311,22 @@ func (t *txn) startDelegation(h sessions.Handoff, now int64) (sessions.TurnRef, 
 		return sessions.TurnRef{}, false, err
 	}
 	return sessions.TurnRef{ID: id, SessionID: sid}, true, nil
+}
+
+// outboxStored reports whether the outbox entries and turns d names are
+// stored.
+func (s *Store) outboxStored(ctx context.Context, d sessions.Done) (bool, error) {
+	var entries, msgs, turns []int64
+	for _, e := range d.Outbox {
+		entries, msgs = append(entries, e.OutboxID), append(msgs, e.MessageID)
+	}
+	for _, t := range d.Turns {
+		turns = append(turns, t.ID)
+	}
+	var ok bool
+	err := s.pooled(ctx).scanOne(`SELECT
+		(SELECT COUNT(*) FROM outbox WHERE id = ANY($1) AND message_id = ANY($2)) = COALESCE(cardinality($1::bigint[]), 0)
+		AND (SELECT COUNT(*) FROM turns WHERE id = ANY($3)) = COALESCE(cardinality($3::bigint[]), 0)`,
+		[]any{entries, msgs, turns}, &ok)
+	return ok, err
 }
