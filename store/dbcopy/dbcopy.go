@@ -10,6 +10,7 @@
 package dbcopy
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -120,7 +121,7 @@ func Copy(ctx context.Context, from, to string, log *slog.Logger) ([]Count, erro
 	defer wtx.Rollback()
 	// The target must still be empty once its transaction holds it.
 	if n, err := dst.rows(ctx, wtx); err != nil || n > 0 {
-		return nil, cmpOr(err, fmt.Errorf("%s: %w", dst, ErrNotEmpty))
+		return nil, cmp.Or(err, fmt.Errorf("%s: %w", dst, ErrNotEmpty))
 	}
 	var counts []Count
 	for _, t := range tables {
@@ -139,13 +140,6 @@ func Copy(ctx context.Context, from, to string, log *slog.Logger) ([]Count, erro
 		return nil, fmt.Errorf("write %s: %w", dst, err)
 	}
 	return counts, nil
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // snapshot is the isolation level under which a transaction's reads see

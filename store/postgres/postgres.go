@@ -7,7 +7,9 @@
 //
 // It is written for several gateway processes sharing one database:
 // every write is one plain transaction on a pooled connection, nothing
-// about rows is remembered between calls, IDs come from sequences, a
+// about rows is remembered between calls (only the results of this
+// process's own writes whose commit went unanswered: unsure.go), IDs
+// come from sequences, a
 // platform message is stored once by its unique key (INSERT … ON
 // CONFLICT DO NOTHING), and the turns of a session are queued under a
 // lock of the session's row, so that a session's turns commit in the
@@ -227,6 +229,8 @@ func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
 	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
+// run runs fn in a transaction with opts, again while it fails in a way
+// a new run may not (see retryable), at most maxTries times.
 func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(*txn) error) error {
 	var err error
 	for try := 0; try < maxTries; try++ {
