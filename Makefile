@@ -12,7 +12,7 @@ export CGO_ENABLED := 1
 # from the module proxy once.
 export GOTOOLCHAIN := auto
 
-.PHONY: all build run test lint fuzz bench bench-go deps browser screenshots clean
+.PHONY: all build run test test-postgres lint fuzz bench bench-go deps browser postgres screenshots clean
 
 all: build
 
@@ -28,12 +28,28 @@ run: build
 	./$(BIN) serve --config .
 
 # Every test, with the race detector. Browser tests need Debian's chromium,
-# which scripts/ensure-chromium.sh installs when it is missing.
-test: deps browser
+# which scripts/ensure-chromium.sh installs when it is missing; PostgreSQL
+# tests need a server, which scripts/ensure-postgres.sh installs and starts
+# (a throwaway cluster, left running for the next run; stop it with
+# `scripts/ensure-postgres.sh stop`).
+test: deps browser postgres
 	$(GO) test -race -count=1 -timeout 14m ./...
+
+# The gateway's end-to-end tests again, each on a PostgreSQL database of
+# its own instead of its SQLite file (`make test` runs the PostgreSQL
+# store's own tests and a few end-to-end ones on PostgreSQL).
+test-postgres: deps browser postgres
+	SWITCHBOARD_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 14m ./cmd/switchboard
 
 browser:
 	@scripts/ensure-chromium.sh
+
+# Without a server the PostgreSQL tests are skipped, except under CI=true,
+# where this target fails the run. SWITCHBOARD_TEST_POSTGRES, a URL, names
+# a server of your own instead.
+postgres:
+	@[ -n "$${SWITCHBOARD_TEST_POSTGRES:-}" ] || scripts/ensure-postgres.sh >/dev/null || \
+		{ [ "$${CI:-}" != true ] && echo "make: PostgreSQL tests will be skipped" >&2; }
 
 lint: deps
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -47,7 +63,7 @@ lint: deps
 fuzz: deps
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
-# One table from one run (about 75 seconds): the gateway binary against a
+# One table from one run (about 90 seconds): the gateway binary against a
 # bare WebSocket echo server and a fake model server on this machine; see
 # docs/performance.md. BENCHFLAGS=-quick for a smoke run.
 bench: deps

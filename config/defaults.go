@@ -32,7 +32,9 @@ const (
 func applyBotsDefaults(cfg *Config, doc *index) {
 	g := &cfg.Gateway
 	setString(&g.Listen, DefaultListen)
-	setString(&g.Database, DefaultDatabase)
+	if g.DatabaseEnv == "" {
+		setString(&g.Database, DefaultDatabase)
+	}
 	setIfOmitted(doc, "gateway.web.max_connections_per_ip", &g.Web.MaxConnectionsPerIP, DefaultWebMaxConnectionsPerIP)
 	setIfOmitted(doc, "gateway.web.max_messages_per_second_per_person", &g.Web.MaxMessagesPerSecondPerPerson, DefaultWebMaxMessagesPerSecondPerPerson)
 	setIfOmitted(doc, "gateway.web.max_messages_per_second_per_ip", &g.Web.MaxMessagesPerSecondPerIP, DefaultWebMaxMessagesPerSecondPerIP)

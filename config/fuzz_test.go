@@ -21,6 +21,7 @@ func FuzzLoad(f *testing.F) {
 		"gateway: {retention: {anonymous: 30d, messages: 1d12h}}\n" + minimalBots,
 		"gateway: {retention: {anonymous: 106752d}}\n",
 		"gateway: {web: {a: 1, b: 2, c: 3}}\n",
+		"gateway: {database_env: SB_DB, database: 'postgres://u:p@h/db'}\n" + minimalBots,
 		"bots:\n  - {id: a, brain: {kind: script, rules: [{match: '(', reply: '{{'}]}}\n",
 	} {
 		f.Add([]byte(s))

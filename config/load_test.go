@@ -255,8 +255,9 @@ func TestDatabasePath(t *testing.T) {
 		{"switchboard.db", "/etc/sb/switchboard.db"},
 		{"data/sb.db", "/etc/sb/data/sb.db"},
 		{"/var/lib/sb.db", "/var/lib/sb.db"},
-		{"postgres://u@host/db", "postgres://u@host/db"},
+		{"file:sb.db?mode=rwc", "file:sb.db?mode=rwc"},
 		{":memory:", ":memory:"},
+		{"", ""}, // gateway.database_env is set
 	}
 	for _, tt := range tests {
 		t.Run(tt.db, func(t *testing.T) {

@@ -32,17 +32,30 @@ type Config struct {
 	Warnings Errors
 }
 
-// DatabasePath returns gateway.database ready to open: a relative path is
-// joined to Dir, while an absolute path, a URL such as postgres://…, a
-// SQLite "file:" URI and ":memory:" are returned as written.
+// DatabasePath returns gateway.database, the SQLite database, ready to
+// open: a relative path is joined to Dir, while an absolute path, a SQLite
+// "file:" URI and ":memory:" are returned as written. It is "" when the
+// store is PostgreSQL (gateway.database_env); see PostgresURL.
 func (c *Config) DatabasePath() string {
 	db := c.Gateway.Database
 	switch {
-	case strings.Contains(db, "://"), strings.HasPrefix(db, "file:"),
-		db == ":memory:", filepath.IsAbs(db):
+	case db == "":
+		return ""
+	case strings.HasPrefix(db, "file:"), db == ":memory:", filepath.IsAbs(db):
 		return db
 	}
 	return filepath.Join(c.Dir, db)
+}
+
+// DatabaseSource says which database the configuration names, for
+// comparing two configurations and for logs: the SQLite path of
+// DatabasePath, or "$NAME" for the variable gateway.database_env names.
+// It never holds a URL.
+func (c *Config) DatabaseSource() string {
+	if c.Gateway.DatabaseEnv != "" {
+		return "$" + c.Gateway.DatabaseEnv
+	}
+	return c.DatabasePath()
 }
 
 // Bot returns the bot with the given ID. The result points into c.Bots and
@@ -61,10 +74,15 @@ type Gateway struct {
 	// Listen is the HTTP listen address (default 127.0.0.1:8080). A change
 	// needs a restart.
 	Listen string `yaml:"listen"`
-	// Database is the SQLite path or database URL as written (default
-	// switchboard.db); use Config.DatabasePath to open it. A change needs a
-	// restart.
+	// Database is the SQLite path as written (default switchboard.db,
+	// unless DatabaseEnv is set); use Config.DatabasePath to open it. A
+	// change needs a restart.
 	Database string `yaml:"database"`
+	// DatabaseEnv names the environment variable holding a postgres://
+	// URL, which makes the store PostgreSQL (SPEC §11); use
+	// Config.PostgresURL to read it. At most one of Database and
+	// DatabaseEnv is set. A change needs a restart.
+	DatabaseEnv string `yaml:"database_env"`
 	// Web configures the web widget's identities and origins.
 	Web WebSettings `yaml:"web"`
 	// Delegation holds the limits on bot-to-bot hand-offs.

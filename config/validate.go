@@ -48,6 +48,7 @@ func validateGateway(r *report, g *Gateway) {
 	if host, port, err := net.SplitHostPort(g.Listen); err != nil || !validPort(port) || strings.ContainsAny(host, " /") {
 		r.errorf("gateway.listen", "%q is not a host:port address such as 127.0.0.1:8080", g.Listen)
 	}
+	validateDatabase(r, g)
 	checkEnvName(r, "gateway.web.secret_env", g.Web.SecretEnv)
 	for i, o := range g.Web.AllowedOrigins {
 		if msg := checkOrigin(o); msg != "" {

@@ -200,9 +200,9 @@ func (w *Watcher) publish(cfg *Config, err error) {
 		w.logger.Warn("gateway.listen changed; it takes effect after a restart",
 			"running", old.Gateway.Listen, "configured", cfg.Gateway.Listen)
 	}
-	if old.DatabasePath() != cfg.DatabasePath() {
+	if old.DatabaseSource() != cfg.DatabaseSource() {
 		w.logger.Warn("gateway.database changed; it takes effect after a restart",
-			"running", old.Gateway.Database, "configured", cfg.Gateway.Database)
+			"running", old.DatabaseSource(), "configured", cfg.DatabaseSource())
 	}
 	w.mu.Lock()
 	subs := append([]func(old, new *Config){}, w.subscribers...)

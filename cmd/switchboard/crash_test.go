@@ -68,21 +68,32 @@ const (
 // is stored once, has exactly one stored reply, and every reply reaches
 // its client — before the kill, or as a message frame after the client
 // reconnects with its resume token.
-func TestCrashSafety(t *testing.T) {
+func TestCrashSafety(t *testing.T) { crashSafety(t, "") }
+
+// crashSafety runs the crash test on the SQLite file crash.db, or, when
+// pgURL is set, on that PostgreSQL database (TestCrashSafetyPostgres).
+func crashSafety(t *testing.T, pgURL string) {
 	bin := buildGatewayBinary(t)
 	dir := t.TempDir()
 	addr := freeLoopbackAddr(t)
-	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), fmt.Appendf(nil, crashBots, addr, unlimitedWeb), 0o644); err != nil {
+	bots := fmt.Sprintf(crashBots, addr, unlimitedWeb)
+	db, env := filepath.Join(dir, "crash.db"), []string(nil)
+	if pgURL != "" {
+		const name = "SB_CRASH_DATABASE_URL"
+		bots = strings.Replace(bots, "  database: crash.db\n", "  database_env: "+name+"\n", 1)
+		db, env = pgURL, []string{name + "=" + pgURL}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "users.yaml"), []byte("users: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
-	first := startGatewayProcess(t, bin, dir, addr)
+	first := startGatewayProcess(t, bin, dir, addr, env...)
 	clients := make([]*crashClient, crashClients)
 	for i := range clients {
-		clients[i] = newCrashClient(t, i, addr, filepath.Join(dir, "crash.db"))
+		clients[i] = newCrashClient(t, i, addr, db)
 	}
 	stop := make(chan struct{})
 	var senders sync.WaitGroup
@@ -115,7 +126,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Errorf("every acked message had its reply when the kill came; want some still to be made (Finn's program is slow)")
 	}
 
-	second := startGatewayProcess(t, bin, dir, addr)
+	second := startGatewayProcess(t, bin, dir, addr, env...)
 	for _, c := range clients {
 		c.reconnect()
 	}
@@ -354,19 +365,26 @@ func (c *crashClient) checkStored() {
 }
 
 // outboxState reads, for a failure message, the stored delivery state of
-// the reply with this text straight from the database: "sent" for a reply
+// the reply with this text straight from the database (SQLite's file or
+// PostgreSQL's): "sent" for a reply
 // that never arrived means the gateway counted it delivered when it was
 // not. Best effort: the schema is the store's business.
 func (c *crashClient) outboxState(text string) string {
-	db, err := sql.Open("sqlite3", "file:"+c.db+"?mode=ro&_busy_timeout=5000")
-	if err != nil {
-		return err.Error()
-	}
-	defer db.Close()
+	const query = `SELECT o.status, o.attempts FROM outbox o JOIN messages m ON m.id = o.message_id
+		WHERE m.text = $1 AND m.from_kind = 'bot'`
 	var status string
 	var attempts int
-	err = db.QueryRow(`SELECT o.status, o.attempts FROM outbox o JOIN messages m ON m.id = o.message_id
-		WHERE m.text = ? AND m.from_kind = 'bot'`, text).Scan(&status, &attempts)
+	var err error
+	if strings.HasPrefix(c.db, "postgres://") {
+		err = pgQueryRow(c.db, query, []any{text}, &status, &attempts)
+	} else {
+		var db *sql.DB
+		if db, err = sql.Open("sqlite3", "file:"+c.db+"?mode=ro&_busy_timeout=5000"); err != nil {
+			return err.Error()
+		}
+		defer db.Close()
+		err = db.QueryRow(query, text).Scan(&status, &attempts)
+	}
 	if err != nil {
 		return err.Error()
 	}

@@ -87,6 +87,7 @@ func loadConfigDir(t *testing.T) string {
 func writeConfigDir(t *testing.T, bots string) string {
 	t.Helper()
 	dir := t.TempDir()
+	bots = onTestStore(t, bots)
 	for name, body := range map[string]string{"bots.yaml": bots, "users.yaml": testUsers} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)

@@ -45,6 +45,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		// "help serve" is "serve --help".
 		name, rest = rest[0], []string{"--help"}
+		if name == "db" && len(rest) > 0 {
+			name = "db copy"
+		}
+	}
+	// "db" has one subcommand: "db copy" is its name.
+	if name == "db" {
+		if len(rest) == 0 || rest[0] != "copy" {
+			fmt.Fprintf(stderr, "switchboard db: the command is db copy\n\n%s", dbCopyCommand.usageLine())
+			return 2
+		}
+		name, rest = "db copy", rest[1:]
 	}
 	if c := lookupCommand(name); c != nil {
 		return runCommand(c, rest, stdout, stderr)

@@ -67,7 +67,7 @@ func startPlatforms(t *testing.T, withFinnOnTelegram bool) (*Main, *telegramtest
 		t.Setenv("SB_FINN_TG", "")
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(platformBots(tg.URL, dc.APIURL(), dc.GatewayURL())), 0o644)
+	os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(onTestStore(t, platformBots(tg.URL, dc.APIURL(), dc.GatewayURL()))), 0o644)
 	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(platformUsers), 0o644)
 	return startMain(t, dir), tg, dc
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 	"github.com/switchboard-chat/switchboard/retention"
-	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).
@@ -67,7 +66,7 @@ type Main struct {
 	AdminToken string
 
 	watcher  *config.Watcher
-	store    *sqlite.Store
+	store    store
 	gw       *gateway.Gateway
 	web      *web.Adapter
 	admin    *api.Server
@@ -118,7 +117,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return err
 	}
 
-	m.store, err = sqlite.Open(ctx, cfg.DatabasePath(), sqlite.WithLogger(m.Logger))
+	var database string
+	m.store, database, err = openStore(ctx, cfg, m.Logger)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.retain = retention.NewJob(m.store, retentionPolicy(cfg), retention.Options{Logger: m.Logger})
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs})
 	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
-	m.brains.workRoot = filepath.Join(filepath.Dir(cfg.DatabasePath()), "switchboard-work")
+	m.brains.workRoot = filepath.Join(workBase(cfg), "switchboard-work")
 	if err := makeWorkRoot(m.brains.workRoot); err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		return nil
 	})
-	m.Logger.Info("switchboard serving", "addr", "http://"+m.Addr(), "config", cfg.Dir, "database", cfg.DatabasePath(), "bots", len(cfg.Bots))
+	m.Logger.Info("switchboard serving", "addr", "http://"+m.Addr(), "config", cfg.Dir, "database", database, "bots", len(cfg.Bots))
 	fmt.Fprintf(m.Stdout, "Switchboard is up: open http://%s\n", m.Addr())
 	if generated {
 		// Printed once, on standard output only: never logged.

@@ -27,7 +27,7 @@ type command struct {
 }
 
 // commands lists the commands in the order the usage shows them.
-var commands = []*command{serveCommand, checkCommand, versionCommand}
+var commands = []*command{serveCommand, checkCommand, dbCopyCommand, versionCommand}
 
 // lookupCommand returns the command called name, or nil.
 func lookupCommand(name string) *command {
@@ -45,7 +45,7 @@ func usage() string {
 	b.WriteString("switchboard — a chat gateway for teams of AI bots\n\nUsage:\n")
 	for _, c := range commands {
 		line := strings.TrimSpace(c.name + " " + c.synopsis)
-		fmt.Fprintf(&b, "  switchboard %-26s %s\n", line, c.summary)
+		fmt.Fprintf(&b, "  switchboard %-28s %s\n", line, c.summary)
 	}
 	b.WriteString("\nRun 'switchboard COMMAND --help' for a command's flags and defaults.\n")
 	return b.String()

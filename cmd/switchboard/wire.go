@@ -77,8 +77,8 @@ func (m *Main) reload(old, cfg *config.Config) {
 	if old.Gateway.Listen != cfg.Gateway.Listen {
 		m.Logger.Warn("gateway.listen changed; restart switchboard for it to take effect", "running", old.Gateway.Listen, "new", cfg.Gateway.Listen)
 	}
-	if old.DatabasePath() != cfg.DatabasePath() {
-		m.Logger.Warn("gateway.database changed; restart switchboard for it to take effect", "running", old.DatabasePath(), "new", cfg.DatabasePath())
+	if old.DatabaseSource() != cfg.DatabaseSource() {
+		m.Logger.Warn("gateway.database changed; restart switchboard for it to take effect", "running", old.DatabaseSource(), "new", cfg.DatabaseSource())
 	}
 	m.Logger.Info("configuration reloaded", "bots", len(cfg.Bots), "users", len(cfg.Users.Users))
 }

@@ -74,7 +74,7 @@ var (
 )
 
 // phaseNames are the phases in the order they run, for -only.
-var phaseNames = []string{"web", "model", "memory", "delegation", "startup"}
+var phaseNames = []string{"web", "postgres", "model", "memory", "delegation", "startup"}
 
 // run parses the command line, runs the bench and prints the table.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -166,6 +166,9 @@ type bench struct {
 	// scriptCPU is the gateway's CPU per answered message in the script
 	// closed loop, the model phase's baseline for its CPU per turn.
 	scriptCPU time.Duration
+	// web is the gateway's figures on SQLite from the web phase, the
+	// postgres phase's baseline (zero when the web phase did not run).
+	web loadFigures
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -226,6 +229,7 @@ func (b *bench) run(ctx context.Context) error {
 	// set beside the script path's.
 	steps := map[string]func(context.Context) error{
 		"web":        b.webLoad,
+		"postgres":   b.postgresLoad,
 		"model":      b.modelTurns,
 		"memory":     b.idleMemory,
 		"delegation": b.delegation,

@@ -202,6 +202,7 @@ func (b *bench) webLoad(ctx context.Context) error {
 	}
 
 	gt, et := g.closed.throughput(), e.closed.throughput()
+	b.web = g
 	if n := g.closed.answers; n > 0 {
 		b.scriptCPU = g.closedUse.server / time.Duration(n)
 	}

@@ -164,8 +164,9 @@ type server struct {
 
 // startGateway writes a fresh config dir under parent, its bots.yaml
 // made by bots for the address the gateway will listen on, and starts the
-// gateway binary on it, returning once /healthz answers 200.
-func startGateway(ctx context.Context, bin, parent string, bots func(listen string) string) (*server, error) {
+// gateway binary on it, with env (NAME=value) added to its environment,
+// returning once /healthz answers 200.
+func startGateway(ctx context.Context, bin, parent string, bots func(listen string) string, env ...string) (*server, error) {
 	dir, err := os.MkdirTemp(parent, "gateway-")
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func startGateway(ctx context.Context, bin, parent string, bots func(listen stri
 		return nil, err
 	}
 	cmd := exec.Command(bin, "serve", "--config", dir)
-	cmd.Env = append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=bench")
+	cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ADMIN_TOKEN=bench"), env...)
 	return startServer(ctx, "gateway", cmd, addr, filepath.Join(dir, "serve.log"))
 }
 

@@ -31,6 +31,8 @@ var allowed = map[string][]string{
 	"retention":          nil,
 	"download":           {"chat"},
 	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
+	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
+	"store/dbcopy":       {"store/postgres", "store/sqlite"},
 	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
 	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox"},
@@ -40,6 +42,7 @@ var allowed = map[string][]string{
 	"brains/prompt":      {"brains"},
 	"brains/exec":        {"brains", "brains/prompt"},
 	"brains/openai":      {"brains", "brains/prompt"},
+	"internal/pgtest":    nil,
 }
 
 // core lists the packages that must stay free of drivers and libraries of

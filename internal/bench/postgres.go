@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-chat/switchboard/internal/pgtest"
+)
+
+// dbEnv names the variable through which the postgres phase gives the
+// gateway its database (gateway.database_env).
+const dbEnv = "SWITCHBOARD_BENCH_DATABASE_URL"
+
+// postgresLoad runs the web phase's load (one closed loop, then the
+// fixed rate) against a gateway whose store is PostgreSQL: the throwaway
+// server of scripts/ensure-postgres.sh (or $SWITCHBOARD_TEST_POSTGRES),
+// with a new database for the run. Its figures stand beside the web
+// phase's SQLite ones.
+func (b *bench) postgresLoad(ctx context.Context) error {
+	server, err := postgresServer(ctx)
+	if err != nil {
+		return err
+	}
+	b.progress("postgres: a new database on %s", redact(server))
+	dbURL, drop, err := newDatabase(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	bots := func(listen string) string {
+		return strings.Replace(scriptBots(listen), "  database: bench.db\n", "  database_env: "+dbEnv+"\n", 1)
+	}
+	gs, err := startGateway(ctx, b.bin, b.tmp, bots, dbEnv+"="+dbURL)
+	if err != nil {
+		return err
+	}
+	f, err := b.measureLoad(ctx, gs, true, true)
+	if stopErr := gs.stop(); stopErr != nil {
+		b.note("gateway shutdown after postgres: %v", stopErr)
+	}
+	if err != nil {
+		return fmt.Errorf("gateway on PostgreSQL: %w\n%s", err, gs.logTail())
+	}
+	for _, x := range []struct {
+		who string
+		r   *loadResult
+	}{{"closed loop", &f.closed}, {"open loop", &f.open}} {
+		if x.r.failures > 0 {
+			b.fail("PostgreSQL "+x.who, fmt.Errorf("%d failed messages, e.g. %v", x.r.failures, x.r.firstFailure))
+		} else if x.r.completed == 0 {
+			b.fail("PostgreSQL "+x.who, errNoAnswers)
+		}
+	}
+	pt, st := f.closed.throughput(), b.web.closed.throughput()
+	base := func(s string) string {
+		if b.web.closed.completed == 0 {
+			return "—"
+		}
+		return "SQLite " + s
+	}
+	b.rows = append(b.rows,
+		row{
+			name:     "throughput /ws (script brain, PostgreSQL)",
+			value:    rate(pt),
+			baseline: base(fmt.Sprintf("%s (PostgreSQL = %s)", rate(st), share(pt, st))),
+			target:   "—", verdict: "—",
+		},
+		row{
+			name:     "latency p50 / p99 at that load (PostgreSQL)",
+			value:    ms(quantile(f.closed.latencies, 0.5)) + " / " + ms(quantile(f.closed.latencies, 0.99)),
+			baseline: base(ms(quantile(b.web.closed.latencies, 0.5)) + " / " + ms(quantile(b.web.closed.latencies, 0.99))),
+			target:   "—", verdict: "—",
+		},
+		row{
+			name:     fmt.Sprintf("latency p50 / p99 at %s msg/s offered (PostgreSQL)", thousands(int64(b.opts.rate))),
+			value:    openLatency(&f.open),
+			baseline: base(openLatency(&b.web.open)),
+			target:   "—", verdict: "—",
+		},
+	)
+	if n := f.closed.answers; n > 0 {
+		b.note("postgres: the gateway used %.1f CPU-seconds in its closed loop, %.0f µs per answered message; the machine's CPUs were %s (PostgreSQL's processes are in the rest).",
+			f.closedUse.server.Seconds(), microsEach(f.closedUse.server, n), f.closedUse.split("gateway", "load client"))
+	}
+	b.note("postgres: one gateway on a throwaway PostgreSQL on this machine (scripts/ensure-postgres.sh: fsync, synchronous_commit and full_page_writes off) in a new database, so its first seconds run before any statistics; one closed loop and the fixed load; the SQLite figures beside it are the web phase's. Every statement is a round trip between two processes, so the figures fall further than SQLite's when the machine is busy (see the load average above). Several instances on one database are not built yet.")
+	return nil
+}
+
+// postgresServer returns the URL of a server where a database may be
+// created.
+func postgresServer(ctx context.Context) (string, error) {
+	if u := strings.TrimSpace(os.Getenv(pgtest.EnvURL)); u != "" {
+		return u, nil
+	}
+	return pgtest.RunScript(ctx)
+}
+
+// newDatabase creates a database with a random name on server and
+// returns its URL and the function that drops it.
+func newDatabase(ctx context.Context, server string) (string, func(), error) {
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "sbbench_" + hex.EncodeToString(b)
+	exec := func(sql string) error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, server)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", nil, fmt.Errorf("create database on %s: %w", redact(server), err)
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	return u.String(), func() { exec("DROP DATABASE IF EXISTS " + pgx.Identifier{name}.Sanitize() + " WITH (FORCE)") }, nil
+}
+
+// redact is a server's URL without its password, for progress lines.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a URL)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

@@ -1,0 +1,57 @@
+package dbcopy
+
+// table is one table of the stores' schema, as both stores have it: the
+// columns copied, in the order they are read and written.
+type table struct {
+	name string
+	cols []string
+	// bools are the columns that are BOOLEAN on PostgreSQL and 0 or 1 on
+	// SQLite.
+	bools []string
+	// order is the ORDER BY of the source's rows; sqliteOrder, when set,
+	// replaces it on SQLite.
+	order, sqliteOrder string
+	// identity is the column whose sequence a PostgreSQL target moves
+	// past the copied values, "" for none.
+	identity string
+}
+
+// tables lists the schema in an order in which every row is written
+// after the rows it refers to (a delegation's parent aside: see
+// copyTable).
+var tables = []table{
+	{name: "meta", cols: []string{"key", "value"}, order: "key"},
+	{name: "conversations", cols: []string{"id", "platform", "chat_id", "bot", "kind", "name", "created_at"},
+		order: "id", identity: "id"},
+	// A room lists its bots in the order they joined: the rows are copied
+	// in that order (SQLite's rowid, PostgreSQL's seq), which the target
+	// keeps.
+	{name: "participants", cols: []string{"conversation_id", "kind", "participant_id", "joined_at"},
+		order: "seq", sqliteOrder: "rowid", identity: "seq"},
+	{name: "sessions", cols: []string{"id", "bot", "scope", "scope_id", "resume_id", "created_at", "updated_at"},
+		order: "created_at, id"},
+	{name: "messages", cols: []string{"id", "conversation_id", "platform_msg_id", "kind", "from_kind", "from_id",
+		"from_name", "user_id", "bot", "text", "mentions", "reply_to", "created_at", "delegation_id", "reply_to_id", "failed"},
+		bools: []string{"failed"}, order: "id", identity: "id"},
+	{name: "inbound_keys", cols: []string{"platform", "bot", "chat_id", "platform_msg_id", "message_id"},
+		order: "message_id, platform, bot, chat_id, platform_msg_id"},
+	{name: "session_messages", cols: []string{"session_id", "message_id"}, order: "session_id, message_id"},
+	{name: "delegations", cols: []string{"id", "kind", "from_bot", "to_bot", "user_id", "user_name", "task", "depth",
+		"parent_id", "status", "result", "error", "progress", "origin_platform", "origin_chat", "origin_chat_type",
+		"origin_sender", "from_session", "expected_outputs", "retries", "created_at", "updated_at"},
+		order: "created_at, id"},
+	{name: "artifacts", cols: []string{"id", "name", "media_type", "size", "sha256", "producer", "content",
+		"message_id", "delegation_id", "created_at"}, order: "created_at, id"},
+	{name: "delegation_inputs", cols: []string{"delegation_id", "artifact_id", "position"}, order: "delegation_id, position"},
+	{name: "message_artifacts", cols: []string{"message_id", "artifact_id", "position"}, order: "message_id, position"},
+	{name: "turns", cols: []string{"id", "session_id", "message_id", "text", "status", "reply_id", "created_at",
+		"done_at", "after_turn", "delegation_id"}, order: "id", identity: "id"},
+	{name: "outbox", cols: []string{"id", "message_id", "platform", "bot", "chat_id", "status", "attempts",
+		"last_error", "platform_msg_id", "parts_sent", "created_at", "updated_at"}, order: "id", identity: "id"},
+	{name: "platform_ids", cols: []string{"conversation_id", "platform_msg_id", "message_id"},
+		order: "conversation_id, platform_msg_id"},
+	{name: "rooms", cols: []string{"conversation_id", "open", "created_at"}, bools: []string{"open"},
+		order: "conversation_id"},
+	{name: "room_members", cols: []string{"conversation_id", "member_id", "invited_by", "joined_at"},
+		order: "conversation_id, member_id"},
+}

@@ -1,0 +1,332 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/sessions"
+)
+
+// messageColumns is the select list scanMessage reads, from messages m
+// left-joined with conversations c (wrappers and system messages have no
+// conversation).
+const messageColumns = `m.id, COALESCE(c.platform, ''), COALESCE(c.chat_id, ''), COALESCE(c.kind, ''),
+	m.platform_msg_id, m.kind, m.from_kind, m.from_id, m.from_name, m.user_id, m.bot, m.text,
+	m.mentions, m.reply_to, m.created_at, m.delegation_id, m.reply_to_id, m.failed`
+
+// messageFrom joins a message with its conversation.
+const messageFrom = ` FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id`
+
+// messageDest returns the scan destinations of messageColumns for m,
+// and the function that finishes m once they are scanned.
+func messageDest(m *chat.Message) ([]any, func()) {
+	var chatType, mentions string
+	var at int64
+	dest := []any{&m.ID, &m.Platform, &m.ChatID, &chatType, &m.PlatformMsgID, &m.Kind,
+		&m.From.Kind, &m.From.ID, &m.From.Name, &m.UserID, &m.Bot, &m.Text, &mentions, &m.ReplyTo, &at, &m.DelegationID,
+		&m.ReplyToID, &m.Failed}
+	return dest, func() {
+		m.ChatType = chat.Type(chatType)
+		if mentions != "" {
+			m.Mentions = strings.Split(mentions, " ")
+		}
+		m.Time = fromMicros(at)
+	}
+}
+
+// scanMessage reads a row of messageColumns.
+func scanMessage(row pgx.Row) (chat.Message, error) {
+	var m chat.Message
+	dest, finish := messageDest(&m)
+	if err := row.Scan(dest...); err != nil {
+		return m, err
+	}
+	finish()
+	return m, nil
+}
+
+// messages reads the messages query returns, as rows of messageColumns.
+func (t *txn) messages(query string, args ...any) ([]chat.Message, error) {
+	out := []chat.Message{}
+	err := t.each(query, args, func(rows pgx.Rows) error {
+		m, err := scanMessage(rows)
+		out = append(out, m)
+		return err
+	})
+	return out, err
+}
+
+// message reads one stored message.
+func (t *txn) message(id int64) (chat.Message, error) {
+	return scanMessage(t.q.QueryRow(t.ctx, `SELECT `+messageColumns+messageFrom+` WHERE m.id = $1`, id))
+}
+
+// ensureConversation returns the conversation's ID, creating it if
+// absent. A private chat belongs to its bot (on Telegram a person's
+// private chats with two bots share the chat ID); a group's bot is "".
+func (t *txn) ensureConversation(in chat.Ref, bot, name string, at int64) (int64, error) {
+	if in.Type != chat.Private {
+		bot = ""
+	}
+	for range 3 {
+		var id int64
+		err := t.scanOne(`SELECT id FROM conversations WHERE platform = $1 AND chat_id = $2 AND bot = $3`,
+			[]any{in.Platform, in.ID, bot}, &id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return id, err
+		}
+		err = t.scanOne(`INSERT INTO conversations (platform, chat_id, bot, kind, name, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (platform, chat_id, bot) DO NOTHING RETURNING id`,
+			[]any{in.Platform, in.ID, bot, string(in.Type), name, at}, &id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return id, err
+		}
+		// Another transaction made it meanwhile: it is there to read now
+		// (unless deleted again).
+	}
+	return 0, errRetry
+}
+
+// addParticipant records that a person ("user") or a bot takes part in
+// a conversation.
+func (t *txn) addParticipant(conv int64, kind, id string, at int64) error {
+	_, err := t.exec(`INSERT INTO participants (conversation_id, kind, participant_id, joined_at)
+		VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, conv, kind, id, at)
+	return err
+}
+
+// insertMessage stores m in conversation conv (none when 0) and returns
+// its ID.
+func (t *txn) insertMessage(conv int64, m chat.Message) (int64, error) {
+	var convArg any
+	if conv != 0 {
+		convArg = conv
+	}
+	var id int64
+	err := t.scanOne(`INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
+		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, reply_to_id, failed)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
+		[]any{convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
+			strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, m.ReplyToID, m.Failed}, &id)
+	return id, err
+}
+
+// link adds a stored message to a session's history.
+func (t *txn) link(session string, message int64) error {
+	_, err := t.exec(`INSERT INTO session_messages (session_id, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, session, message)
+	return err
+}
+
+// ensureSession returns the session's ID, creating it if absent, and
+// holds its row locked until the transaction ends. Every transaction
+// that queues a turn in a session holds it so: the session's turns
+// commit one transaction after another, in the order of their IDs and
+// their messages' IDs, whichever process stores them.
+func (t *txn) ensureSession(key sessions.Key, at int64) (string, error) {
+	for range 3 {
+		var id string
+		err := t.scanOne(`SELECT id FROM sessions WHERE bot = $1 AND scope = $2 AND scope_id = $3 FOR NO KEY UPDATE`,
+			[]any{key.Bot, key.Scope, key.ScopeID}, &id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return id, err
+		}
+		// A row this transaction inserts is its own until it commits.
+		err = t.scanOne(`INSERT INTO sessions (id, bot, scope, scope_id, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (bot, scope, scope_id) DO NOTHING RETURNING id`,
+			[]any{uuid.NewString(), key.Bot, key.Scope, key.ScopeID, at}, &id)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return id, err
+		}
+	}
+	return "", errRetry
+}
+
+// lockSessions ensures the sessions of keys, locked, in one order (by
+// key), so that two transactions locking some of the same sessions never
+// wait for each other in a circle. It returns each key's session ID.
+func (t *txn) lockSessions(keys []sessions.Key, at int64) (map[sessions.Key]string, error) {
+	sorted := slices.Clone(keys)
+	slices.SortFunc(sorted, func(a, b sessions.Key) int {
+		return cmp.Or(strings.Compare(a.Bot, b.Bot), strings.Compare(string(a.Scope), string(b.Scope)), strings.Compare(a.ScopeID, b.ScopeID))
+	})
+	ids := map[sessions.Key]string{}
+	for _, k := range sorted {
+		if _, ok := ids[k]; ok {
+			continue
+		}
+		id, err := t.ensureSession(k, at)
+		if err != nil {
+			return nil, err
+		}
+		ids[k] = id
+	}
+	return ids, nil
+}
+
+// AppendInbound stores an inbound message with its chat, its dedupe key,
+// its sessions' links and the turns it asks for, in one transaction. A
+// message whose (platform, bot, chat, platform message ID) was stored
+// before, by this process or another, is not stored again: the result
+// then says Duplicate and holds the original.
+func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.InboundResult, error) {
+	var res gateway.InboundResult
+	err := s.write(ctx, func(tx *txn) error {
+		res = gateway.InboundResult{}
+		m := in.Message
+		at := micros(m.Time)
+		var first int64
+		err := tx.scanOne(`SELECT message_id FROM inbound_keys
+			WHERE platform = $1 AND bot = $2 AND chat_id = $3 AND platform_msg_id = $4`,
+			[]any{m.Platform, m.Bot, m.ChatID, m.PlatformMsgID}, &first)
+		if err == nil {
+			res.Duplicate = true
+			res.Message, err = tx.message(first)
+			return err
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		// The sessions first: their locks order this message's turns
+		// among the sessions' others.
+		keys := make([]sessions.Key, len(in.Turns))
+		for i, r := range in.Turns {
+			keys[i] = r.Session
+		}
+		sids, err := tx.lockSessions(keys, at)
+		if err != nil {
+			return err
+		}
+		conv, err := tx.ensureConversation(m.Chat(), m.Bot, in.ChatName, at)
+		if err != nil {
+			return err
+		}
+		if err := tx.addParticipant(conv, "user", m.From.ID, at); err != nil {
+			return err
+		}
+		if m.Bot != "" {
+			if err := tx.addParticipant(conv, "bot", m.Bot, at); err != nil {
+				return err
+			}
+		}
+		if m.ID, err = tx.insertMessage(conv, m); err != nil {
+			return err
+		}
+		n, err := tx.exec(`INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, m.Platform, m.Bot, m.ChatID, m.PlatformMsgID, m.ID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			// Stored meanwhile by another transaction, now committed:
+			// the next run finds it.
+			return errRetry
+		}
+		res.Message = m
+		var linked []string
+		for _, r := range in.Turns {
+			sid := sids[r.Session]
+			if !slices.Contains(linked, sid) {
+				if err := tx.link(sid, m.ID); err != nil {
+					return err
+				}
+				linked = append(linked, sid)
+			}
+			var after any
+			if n := len(res.Turns); n > 0 {
+				after = res.Turns[n-1].ID
+			}
+			var id int64
+			if err := tx.scanOne(`INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
+				VALUES ($1, $2, $3, $4, $5) RETURNING id`, []any{sid, m.ID, r.Text, after, at}, &id); err != nil {
+				return err
+			}
+			res.Turns = append(res.Turns, sessions.TurnRef{ID: id, SessionID: sid})
+		}
+		return nil
+	})
+	var ce *commitError
+	if errors.As(err, &ce) {
+		s.unsure.put(inboundKey(in), res)
+	}
+	if err != nil {
+		return gateway.InboundResult{}, fmt.Errorf("store: append inbound: %w", err)
+	}
+	if res.Duplicate {
+		// Stored by this process, when its commit's answer was lost
+		// (unsure.go): the caller has not learnt of its turns yet.
+		if r, ok := s.unsure.take(inboundKey(in)); ok && r.(gateway.InboundResult).Message.ID == res.Message.ID {
+			return r.(gateway.InboundResult), nil
+		}
+	}
+	return res, nil
+}
+
+// BotOfMessage reports which bot wrote the message a platform knows as
+// platformMsgID in a group chat, for reply-to addressing. The web knows
+// messages by Switchboard's own IDs.
+func (s *Store) BotOfMessage(ctx context.Context, platform, chatID, platformMsgID string) (string, bool, error) {
+	q := `SELECT m.bot FROM conversations c
+		JOIN platform_ids p ON p.conversation_id = c.id JOIN messages m ON m.id = p.message_id
+		WHERE c.platform = $1 AND c.chat_id = $2 AND c.bot = '' AND p.platform_msg_id = $3 AND m.from_kind = 'bot'`
+	var arg any = platformMsgID
+	if platform == gateway.PlatformWeb {
+		id, err := strconv.ParseInt(platformMsgID, 10, 64)
+		if err != nil {
+			return "", false, nil
+		}
+		q = `SELECT m.bot FROM conversations c JOIN messages m ON m.conversation_id = c.id
+			WHERE c.platform = $1 AND c.chat_id = $2 AND c.bot = '' AND m.id = $3 AND m.from_kind = 'bot'`
+		arg = id
+	}
+	var bot string
+	err := s.pooled(ctx).scanOne(q, []any{platform, chatID, arg}, &bot)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("store: bot of message: %w", err)
+	}
+	return bot, true, nil
+}
+
+// ChatMessages returns a group chat's newest limit chat messages, oldest
+// first.
+func (s *Store) ChatMessages(ctx context.Context, platform, chatID string, limit int) ([]chat.Message, error) {
+	var msgs []chat.Message
+	err := s.read(ctx, func(t *txn) (err error) {
+		msgs, err = t.messages(`SELECT * FROM (SELECT `+messageColumns+`
+			FROM conversations c JOIN messages m ON m.conversation_id = c.id
+			WHERE c.platform = $1 AND c.chat_id = $2 AND c.bot = '' AND m.kind = 'chat'
+			ORDER BY m.id DESC LIMIT $3) newest ORDER BY 1`, platform, chatID, limit)
+		if err == nil {
+			err = t.withArtifacts(msgs)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: chat messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// ChatHasBot reports whether a bot takes part in a group chat.
+func (s *Store) ChatHasBot(ctx context.Context, platform, chatID, bot string) (bool, error) {
+	var in bool
+	err := s.pooled(ctx).scanOne(`SELECT EXISTS (SELECT 1 FROM participants p JOIN conversations c ON c.id = p.conversation_id
+		WHERE c.platform = $1 AND c.chat_id = $2 AND c.bot = '' AND p.kind = 'bot' AND p.participant_id = $3)`,
+		[]any{platform, chatID, bot}, &in)
+	if err != nil {
+		return false, fmt.Errorf("store: chat has bot: %w", err)
+	}
+	return in, nil
+}

@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/outbox"
+	"github.com/switchboard-chat/switchboard/sessions"
+)
+
+// post stores a message a turn says, in its chat and session, and queues
+// it in the outbox.
+func (t *txn) post(p sessions.Post, now int64) (outbox.Entry, error) {
+	m := p.Message
+	conv, err := t.ensureConversation(m.Chat(), m.Bot, "", now)
+	if err != nil {
+		return outbox.Entry{}, err
+	}
+	if err := t.addParticipant(conv, "bot", m.Bot, now); err != nil {
+		return outbox.Entry{}, err
+	}
+	if m.ID, err = t.insertMessage(conv, m); err != nil {
+		return outbox.Entry{}, err
+	}
+	if p.Session != "" {
+		if err := t.link(p.Session, m.ID); err != nil {
+			return outbox.Entry{}, err
+		}
+	}
+	e := entryOf(m)
+	if err := t.scanOne(`INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, []any{m.ID, m.Platform, m.Bot, m.ChatID, now}, &e.OutboxID); err != nil {
+		return outbox.Entry{}, err
+	}
+	if m.DelegationID != "" {
+		d, err := t.delegationRecord(m.DelegationID)
+		if err != nil {
+			return outbox.Entry{}, err
+		}
+		e.Delegation = d.Ref()
+	}
+	return e, nil
+}
+
+// entryOf is the outbox entry of a stored message.
+func entryOf(m chat.Message) outbox.Entry {
+	return outbox.Entry{
+		MessageID: m.ID, Platform: m.Platform, Bot: m.Bot, ChatID: m.ChatID, ChatType: m.ChatType,
+		From: m.From, Text: m.Text, ReplyTo: m.ReplyTo, Time: m.Time, ReplyToID: m.ReplyToID, Failed: m.Failed,
+	}
+}
+
+// OutboxPending counts the replies stored and not yet delivered or given
+// up.
+func (s *Store) OutboxPending(ctx context.Context) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM outbox WHERE status = 'pending'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: outbox pending: %w", err)
+	}
+	return n, nil
+}
+
+// PendingOutbox implements outbox.Store. Entries are listed in the
+// order of their messages, read from one snapshot.
+func (s *Store) PendingOutbox(ctx context.Context) ([]outbox.Entry, error) {
+	var out []outbox.Entry
+	err := s.read(ctx, func(t *txn) error {
+		out = nil
+		var delegations []string // the delegation of each entry's message
+		err := t.each(`SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`
+			FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
+			WHERE o.status = 'pending' ORDER BY o.message_id, o.id`, nil, func(rows pgx.Rows) error {
+			var m chat.Message
+			var id int64
+			var attempt, partsSent int
+			dest, finish := messageDest(&m)
+			if err := rows.Scan(append([]any{&id, &attempt, &partsSent}, dest...)...); err != nil {
+				return err
+			}
+			finish()
+			e := entryOf(m)
+			e.OutboxID, e.Attempt, e.PartsSent = id, attempt, partsSent
+			out = append(out, e)
+			delegations = append(delegations, m.DelegationID)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i, id := range delegations {
+			if id == "" {
+				continue
+			}
+			d, err := t.delegationRecord(id)
+			if err != nil {
+				return fmt.Errorf("delegation %s: %w", id, err)
+			}
+			out[i].Delegation = d.Ref()
+		}
+		ids := make([]int64, len(out))
+		for i, e := range out {
+			ids[i] = e.MessageID
+		}
+		shown, err := t.artifactsShown(ids)
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			out[i].Artifacts = shown[out[i].MessageID]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: pending outbox: %w", err)
+	}
+	return out, nil
+}
+
+// MarkSent implements outbox.Store. A platform's message ID is kept,
+// with every part's, so that a reply to it can be traced to its bot.
+func (s *Store) MarkSent(ctx context.Context, outboxID int64, platformMsgID string) error {
+	return s.mark(ctx, "mark sent", outboxID, platformMsgID,
+		`UPDATE outbox SET status = 'sent', platform_msg_id = $1, updated_at = $2 WHERE id = $3`, platformMsgID)
+}
+
+// MarkPart implements outbox.Store.
+func (s *Store) MarkPart(ctx context.Context, outboxID int64, n int, platformMsgID string) error {
+	return s.mark(ctx, "mark part", outboxID, platformMsgID,
+		`UPDATE outbox SET parts_sent = $1, updated_at = $2 WHERE id = $3`, n)
+}
+
+// MarkAttempt implements outbox.Store.
+func (s *Store) MarkAttempt(ctx context.Context, outboxID int64, reason string) error {
+	return s.mark(ctx, "mark attempt", outboxID, "",
+		`UPDATE outbox SET attempts = attempts + 1, last_error = $1, updated_at = $2 WHERE id = $3`, reason)
+}
+
+// MarkFailed implements outbox.Store.
+func (s *Store) MarkFailed(ctx context.Context, outboxID int64, reason string) error {
+	return s.mark(ctx, "mark failed", outboxID, "",
+		`UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $1, updated_at = $2 WHERE id = $3`, reason)
+}
+
+// mark runs update (whose parameters are value, the time and the entry's
+// ID) on an outbox entry and maps platformMsgID, when set, to the
+// entry's message.
+func (s *Store) mark(ctx context.Context, what string, outboxID int64, platformMsgID, update string, value any) error {
+	err := s.write(ctx, func(tx *txn) error {
+		if _, err := tx.exec(update, value, micros(timeNow()), outboxID); err != nil {
+			return err
+		}
+		if platformMsgID == "" {
+			return nil
+		}
+		_, err := tx.exec(`INSERT INTO platform_ids (conversation_id, platform_msg_id, message_id)
+			SELECT m.conversation_id, $1, m.id FROM outbox o JOIN messages m ON m.id = o.message_id
+			WHERE o.id = $2 AND m.conversation_id IS NOT NULL
+			ON CONFLICT DO NOTHING`, platformMsgID, outboxID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: %s %d: %w", what, outboxID, err)
+	}
+	return nil
+}

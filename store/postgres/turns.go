@@ -1,0 +1,332 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
+	"github.com/switchboard-chat/switchboard/sessions"
+)
+
+// PendingSessions implements sessions.Store.
+func (s *Store) PendingSessions(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.pooled(ctx).each(`SELECT session_id FROM turns WHERE status = 'pending'
+		GROUP BY session_id ORDER BY MIN(id)`, nil, func(rows pgx.Rows) error {
+		var id string
+		err := rows.Scan(&id)
+		out = append(out, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: pending sessions: %w", err)
+	}
+	return out, nil
+}
+
+// QueueDepth implements gateway.SessionStore.
+func (s *Store) QueueDepth(ctx context.Context) (int, error) {
+	var n int
+	if err := s.pooled(ctx).scanOne(`SELECT COUNT(*) FROM turns WHERE status = 'pending'`, nil, &n); err != nil {
+		return 0, fmt.Errorf("store: queue depth: %w", err)
+	}
+	return n, nil
+}
+
+// NextTurn implements sessions.Store: the turn, its delegation and its
+// history are read from one snapshot. It reads and changes nothing: a
+// turn is settled by CompleteTurn, which stores the answer of a turn
+// once however often it is run.
+func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int) (sessions.Turn, bool, error) {
+	var turn sessions.Turn
+	var found bool
+	err := s.read(ctx, func(t *txn) (err error) {
+		turn, found, err = t.nextTurn(sessionID, historyLimit)
+		return err
+	})
+	if err != nil {
+		return sessions.Turn{}, false, fmt.Errorf("store: next turn: %w", err)
+	}
+	return turn, found, nil
+}
+
+func (t *txn) nextTurn(sessionID string, historyLimit int) (sessions.Turn, bool, error) {
+	var turn sessions.Turn
+	var delegationID string
+	sdest, sdone := sessionDest(&turn.Session)
+	mdest, mdone := messageDest(&turn.Message)
+	dest := append([]any{&turn.Ref.ID, &turn.Text, &turn.After, &turn.WaitsFor, &delegationID}, sdest...)
+	err := t.scanOne(`SELECT t.id, t.text, COALESCE(t.after_turn, 0),
+		COALESCE((SELECT a.id FROM turns a WHERE a.id = t.after_turn AND a.status = 'pending'), 0),
+		COALESCE(t.delegation_id, ''), `+sessionColumns+`, `+messageColumns+`
+		FROM turns t JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id
+		LEFT JOIN conversations c ON c.id = m.conversation_id
+		WHERE t.session_id = $1 AND t.status = 'pending' ORDER BY t.id LIMIT 1`,
+		[]any{sessionID}, append(dest, mdest...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sessions.Turn{}, false, nil
+	}
+	if err != nil {
+		return turn, false, err
+	}
+	sdone()
+	mdone()
+	turn.Ref.SessionID = turn.Session.ID
+	if delegationID != "" {
+		d, err := t.delegation(delegationID)
+		if err != nil {
+			return turn, false, fmt.Errorf("delegation of turn %d: %w", turn.Ref.ID, err)
+		}
+		turn.Delegation = &d
+	}
+	turn.History, err = t.history(sessionID, turn.Message.ID, historyLimit)
+	return turn, true, err
+}
+
+// historyColumns is the select list of a turn's history: what a brain is
+// shown of a message (its kind, author, text and time).
+const historyColumns = `m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.text, m.created_at`
+
+// history reads the newest limit messages of a session before the
+// message being answered, with the bots' and system messages stored
+// after it (a reply to an earlier message may be stored after it),
+// oldest first.
+func (t *txn) history(session string, msgID int64, limit int) ([]chat.Message, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []chat.Message
+	err := t.each(`SELECT `+historyColumns+`
+		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+		WHERE sm.session_id = $1 AND sm.message_id != $2 AND (sm.message_id < $2 OR m.from_kind != 'human')
+		ORDER BY sm.message_id DESC LIMIT $3`, []any{session, msgID, limit}, func(rows pgx.Rows) error {
+		var m chat.Message
+		var at int64
+		if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.Text, &at); err != nil {
+			return err
+		}
+		m.Time = fromMicros(at)
+		out = append(out, m)
+		return nil
+	})
+	slices.Reverse(out)
+	return out, err
+}
+
+// CompleteTurn implements sessions.Store. Of two completions of one turn
+// at once (in two processes), the second waits for the first's row lock
+// and then finds the turn done.
+func (s *Store) CompleteTurn(ctx context.Context, o sessions.Outcome) (sessions.Done, error) {
+	var done sessions.Done
+	err := s.write(ctx, func(tx *txn) error {
+		done = sessions.Done{}
+		return tx.complete(o, &done)
+	})
+	var ce *commitError
+	if errors.As(err, &ce) && o.Turn.ID != 0 {
+		s.unsure.put(turnKey(o.Turn.ID), done)
+	}
+	if errors.Is(err, errTurnDone) {
+		// Done before: by this process, when its commit's answer was
+		// lost (unsure.go), then what it stored is returned now.
+		if d, ok := s.unsure.take(turnKey(o.Turn.ID)); ok {
+			if stored, err := s.outboxStored(ctx, d.(sessions.Done)); err == nil && stored {
+				return d.(sessions.Done), nil
+			}
+		}
+		// Nothing stored; whether turns are left is not known here.
+		return sessions.Done{More: true}, nil
+	}
+	if err != nil {
+		return sessions.Done{}, fmt.Errorf("store: complete turn %d: %w", o.Turn.ID, err)
+	}
+	return done, nil
+}
+
+// errTurnDone rolls back the completion of a turn that is done already.
+var errTurnDone = errors.New("turn done already")
+
+// complete stores o. An outcome without a turn settles a delegation a
+// restart interrupted.
+func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
+	now := micros(timeNow())
+	var delegationID string
+	if o.Turn.ID != 0 {
+		var d *string
+		err := t.scanOne(`UPDATE turns SET status = 'done', done_at = $1
+			WHERE id = $2 AND session_id = $3 AND status = 'pending' RETURNING delegation_id`,
+			[]any{now, o.Turn.ID, o.Turn.SessionID}, &d)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var status string
+			err := t.scanOne(`SELECT status FROM turns WHERE id = $1 AND session_id = $2`, []any{o.Turn.ID, o.Turn.SessionID}, &status)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("turn %d: %w", o.Turn.ID, sessions.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			return errTurnDone
+		}
+		if err != nil {
+			return err
+		}
+		if d != nil {
+			delegationID = *d
+		}
+		// The session's row, locked (see ensureSession) before a retry
+		// queues its turn.
+		if _, err := t.exec(`UPDATE sessions SET updated_at = $1, resume_id = CASE WHEN $2 = '' THEN resume_id ELSE $2 END
+			WHERE id = $3`, now, o.ResumeID, o.Turn.SessionID); err != nil {
+			return err
+		}
+	}
+	// Hand-offs and the status change first, so the posts that mention
+	// them carry the status they lead to.
+	if o.Update != nil {
+		if err := t.updateDelegation(*o.Update, now); err != nil {
+			return err
+		}
+	}
+	for _, h := range o.Handoffs {
+		ref, queued, err := t.startDelegation(h, now)
+		if err != nil {
+			return err
+		}
+		if queued {
+			done.Turns = append(done.Turns, ref)
+		}
+	}
+	for i, p := range o.Posts {
+		e, err := t.post(p, now)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := t.insertArtifacts(o.Artifacts, e.MessageID, delegationID, now); err != nil {
+				return err
+			}
+		}
+		if i == 0 || p.ShowsArtifacts {
+			if err := t.showArtifacts(e.MessageID, o.Artifacts); err != nil {
+				return err
+			}
+			e.Artifacts = described(o.Artifacts)
+		}
+		done.Outbox = append(done.Outbox, e)
+	}
+	if len(o.Posts) == 0 {
+		if err := t.insertArtifacts(o.Artifacts, 0, delegationID, now); err != nil {
+			return err
+		}
+	}
+	for _, n := range o.Notes {
+		id, err := t.insertMessage(0, n.Message)
+		if err != nil {
+			return err
+		}
+		if err := t.link(n.Session, id); err != nil {
+			return err
+		}
+	}
+	if o.Retry != "" {
+		var id int64
+		if err := t.scanOne(`INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+			SELECT session_id, message_id, $1, delegation_id, $2 FROM turns WHERE id = $3 RETURNING id`,
+			[]any{o.Retry, now, o.Turn.ID}, &id); err != nil {
+			return err
+		}
+		done.Turns = append(done.Turns, sessions.TurnRef{ID: id, SessionID: o.Turn.SessionID})
+	}
+	if o.Turn.ID == 0 {
+		return nil
+	}
+	return t.scanOne(`SELECT EXISTS (SELECT 1 FROM turns WHERE session_id = $1 AND status = 'pending')`,
+		[]any{o.Turn.SessionID}, &done.More)
+}
+
+// insertArtifacts stores a turn's artifacts, attached to its first
+// message (msgID, none when 0) and its delegation (none when "").
+func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID string, now int64) error {
+	var msg, del any
+	if msgID != 0 {
+		msg = msgID
+	}
+	if delegationID != "" {
+		del = delegationID
+	}
+	for _, a := range arts {
+		content := a.Content
+		if content == nil {
+			content = []byte{}
+		}
+		if _, err := t.exec(`INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content,
+			message_id, delegation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, content, msg, del, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startDelegation stores a delegation record. A queued one also puts its
+// wrapper in the target's session and queues the target's turn, which it
+// returns.
+func (t *txn) startDelegation(h sessions.Handoff, now int64) (sessions.TurnRef, bool, error) {
+	d := h.Record
+	if d.FromSession == "" && h.FromSession != nil {
+		id, err := t.ensureSession(*h.FromSession, now)
+		if err != nil {
+			return sessions.TurnRef{}, false, err
+		}
+		d.FromSession = id
+	}
+	if err := t.insertDelegation(d, now); err != nil {
+		return sessions.TurnRef{}, false, err
+	}
+	if d.Status != delegation.StatusQueued {
+		return sessions.TurnRef{}, false, nil
+	}
+	sid, err := t.ensureSession(h.Target, now)
+	if err != nil {
+		return sessions.TurnRef{}, false, err
+	}
+	wrapper := chat.Message{
+		Kind: chat.KindWrapper, From: chat.Party{Kind: chat.System, ID: d.From, Name: "delegation"},
+		UserID: d.UserID, Bot: d.To, Text: h.Wrapper, Time: fromMicros(now), DelegationID: d.ID,
+	}
+	if wrapper.ID, err = t.insertMessage(0, wrapper); err != nil {
+		return sessions.TurnRef{}, false, err
+	}
+	if err := t.link(sid, wrapper.ID); err != nil {
+		return sessions.TurnRef{}, false, err
+	}
+	var id int64
+	if err := t.scanOne(`INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id`, []any{sid, wrapper.ID, d.Task, d.ID, now}, &id); err != nil {
+		return sessions.TurnRef{}, false, err
+	}
+	return sessions.TurnRef{ID: id, SessionID: sid}, true, nil
+}
+
+// outboxStored reports whether the outbox entries and turns d names are
+// stored.
+func (s *Store) outboxStored(ctx context.Context, d sessions.Done) (bool, error) {
+	var entries, msgs, turns []int64
+	for _, e := range d.Outbox {
+		entries, msgs = append(entries, e.OutboxID), append(msgs, e.MessageID)
+	}
+	for _, t := range d.Turns {
+		turns = append(turns, t.ID)
+	}
+	var ok bool
+	err := s.pooled(ctx).scanOne(`SELECT
+		(SELECT COUNT(*) FROM outbox WHERE id = ANY($1) AND message_id = ANY($2)) = COALESCE(cardinality($1::bigint[]), 0)
+		AND (SELECT COUNT(*) FROM turns WHERE id = ANY($3)) = COALESCE(cardinality($3::bigint[]), 0)`,
+		[]any{entries, msgs, turns}, &ok)
+	return ok, err
+}
