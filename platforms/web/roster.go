@@ -57,7 +57,9 @@ func (a *Adapter) RosterChanged(bots []gateway.BotInfo) {
 		f.Bots = []gateway.BotInfo{}
 	}
 	for _, c := range a.connections() {
-		c.send(f)
+		if c.v.platform == gateway.PlatformWeb {
+			c.send(f)
+		}
 	}
 }
 
@@ -70,7 +72,7 @@ func (a *Adapter) admit(c *conn) ([]gateway.BotInfo, bool) {
 	a.roster.mu.Lock()
 	defer a.roster.mu.Unlock()
 	user := c.host.Resolve(c.v.platformID)
-	bots := c.host.Bots(gateway.PlatformWeb)
+	bots := c.host.Bots(c.v.platform)
 	c.send(helloFrame{Type: "hello", User: user.ID, PlatformID: c.v.platformID, Token: c.v.token, Bots: bots})
 	return bots, a.register(c)
 }
