@@ -64,9 +64,9 @@ type Adapter struct {
 	settings atomic.Pointer[Settings]
 	// adminToken lets a dial speak as a terminal person (cli.go).
 	adminToken atomic.Pointer[string]
-	host     atomic.Pointer[hostRef]
-	ready    chan struct{}
-	upgrader websocket.Upgrader
+	host       atomic.Pointer[hostRef]
+	ready      chan struct{}
+	upgrader   websocket.Upgrader
 	// slots counts open connections by address; messages limits send
 	// frames across connections.
 	slots    addrSlots
@@ -75,7 +75,7 @@ type Adapter struct {
 	roster roster
 
 	mu     sync.RWMutex
-	byUser map[string]map[*conn]struct{} // platform ID → connections
+	byUser map[string]map[*conn]struct{}  // platform ID → connections
 	rooms  map[roomKey]map[*conn]struct{} // room → connections that joined it
 	closed bool
 	wg     sync.WaitGroup
