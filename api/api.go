@@ -77,6 +77,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/users", s.users)
 	mux.HandleFunc("GET /api/v1/sessions", s.sessions)
 	mux.HandleFunc("GET /api/v1/sessions/{id}/messages", s.sessionMessages)
+	mux.HandleFunc("GET /api/v1/conversations", s.conversations)
 	mux.HandleFunc("POST /api/v1/delegations", s.postDelegation)
 	mux.HandleFunc("GET /api/v1/delegations", s.listDelegations)
 	mux.HandleFunc("GET /api/v1/delegations/{id}", s.getDelegation)

@@ -51,6 +51,14 @@ type Delegation struct {
 	Depth  int    `json:"depth"`
 }
 
+// Artifact is a file shown with a message.
+type Artifact struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+}
+
 // Bot is a bot as hello and joined list it.
 type Bot struct {
 	ID   string `json:"id"`
@@ -77,6 +85,7 @@ type Frame struct {
 	PlatformID string      `json:"platform_id"`
 	Bots       []Bot       `json:"bots"`
 	Messages   []Frame     `json:"messages"`
+	Artifacts  []Artifact  `json:"artifacts"`
 
 	Raw json.RawMessage `json:"-"`
 }
@@ -118,8 +127,11 @@ func Sanitize(name string) string {
 	return s
 }
 
-// Dial connects to the gateway as cli-<o.As>.
-func Dial(ctx context.Context, o Options) (*Conn, error) {
+// PlatformID is the person's platform ID, cli-<As>.
+func (o Options) PlatformID() string { return "cli-" + o.As }
+
+// base checks the options and returns the server's URL.
+func (o Options) base() (*url.URL, error) {
 	base, err := url.Parse(strings.TrimRight(o.Server, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, &Error{Msg: fmt.Sprintf("--server %q is not an http:// or https:// URL", o.Server)}
@@ -130,10 +142,19 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if o.As == "" {
 		return nil, &Error{Msg: "no name to speak as: pass --as NAME"}
 	}
+	return base, nil
+}
+
+// Dial connects to the gateway as cli-<o.As>.
+func Dial(ctx context.Context, o Options) (*Conn, error) {
+	base, err := o.base()
+	if err != nil {
+		return nil, err
+	}
 	u := *base
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[base.Scheme]
 	u.Path = strings.TrimRight(u.Path, "/") + "/ws"
-	u.RawQuery = url.Values{"as": {"cli-" + o.As}}.Encode()
+	u.RawQuery = url.Values{"as": {o.PlatformID()}}.Encode()
 	h := http.Header{"Authorization": {"Bearer " + o.Token}}
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, Proxy: http.ProxyFromEnvironment}
 	ws, resp, err := d.DialContext(ctx, u.String(), h)

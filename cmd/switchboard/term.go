@@ -47,20 +47,30 @@ func loginName() string {
 	return "me"
 }
 
-// dialFlags dials the gateway as the flags say. Its error is one line
-// that names the fix.
-func dialFlags(ctx context.Context, fs *flag.FlagSet) (*cliclient.Conn, error) {
+// flagOptions reads --server, --token (else SWITCHBOARD_ADMIN_TOKEN) and
+// --as.
+func flagOptions(fs *flag.FlagSet) (cliclient.Options, error) {
 	token := fs.Lookup("token").Value.String()
 	if token == "" {
 		token = os.Getenv("SWITCHBOARD_ADMIN_TOKEN")
 	}
 	as := fs.Lookup("as").Value.String()
-	if cliclient.Sanitize(as) != as || as == "" {
-		return nil, fmt.Errorf("--as %q: a name is letters, digits and . _ @ - (at most 64), starting with a letter or digit", as)
+	if as == "" || cliclient.Sanitize(as) != as {
+		return cliclient.Options{}, fmt.Errorf("--as %q: a name is letters, digits and . _ @ - (at most 64), starting with a letter or digit", as)
+	}
+	return cliclient.Options{Server: fs.Lookup("server").Value.String(), Token: token, As: as}, nil
+}
+
+// dialFlags dials the gateway as the flags say. Its error is one line
+// that names the fix.
+func dialFlags(ctx context.Context, fs *flag.FlagSet) (*cliclient.Conn, error) {
+	o, err := flagOptions(fs)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return cliclient.Dial(ctx, cliclient.Options{Server: fs.Lookup("server").Value.String(), Token: token, As: as})
+	return cliclient.Dial(ctx, o)
 }
 
 // parseInterleaved parses fs's flags wherever they are among args and

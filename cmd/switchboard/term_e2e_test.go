@@ -26,6 +26,12 @@ const termBots = testBots + `
       timeout: 10s
     platforms:
       web: {}
+  - id: thinker
+    name: Deep Thought
+    brain:
+      kind: exec
+      command: [sh, -c, "sleep 1.5; echo pondered"]
+      timeout: 10s
 `
 
 // termUsers lists Bryan's terminal identity with his web one.

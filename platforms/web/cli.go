@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -99,12 +98,17 @@ func bearer(h string) string {
 
 // CLI is the gateway's "cli" platform: the terminal connections of an
 // Adapter. The Adapter's Run serves them; CLI's Run only waits.
+//
+// CLI is no gateway.PrivateChatter on purpose: every bot is reachable
+// from the terminal, but for SPEC §3's routing a bot is on cli only for a
+// person who has spoken to it there, and such a chat is the session's
+// last private chat (or was, before the person moved on), which the
+// gateway finds without asking the platform.
 type CLI struct{ a *Adapter }
 
 var (
 	_ gateway.Platform          = (*CLI)(nil)
 	_ gateway.Typer             = (*CLI)(nil)
-	_ gateway.PrivateChatter    = (*CLI)(nil)
 	_ gateway.DelegationWatcher = (*CLI)(nil)
 	_ outbox.ParkLimiter        = (*CLI)(nil)
 )
@@ -136,28 +140,6 @@ func (p *CLI) MaxParked() time.Duration { return undeliveredKeep }
 // Typing implements gateway.Typer.
 func (p *CLI) Typing(ctx context.Context, bot, chatID string) error {
 	return p.a.typing(gateway.PlatformCLI, bot, chatID)
-}
-
-// PrivateChat implements gateway.PrivateChatter. Every bot is reachable
-// from the terminal, but for SPEC §3's routing a bot is on cli only for
-// a person who has spoken to it there: the chat must hold a message.
-func (p *CLI) PrivateChat(ctx context.Context, bot, platformID string) (string, error) {
-	if !strings.HasPrefix(platformID, "cli-") {
-		return "", fmt.Errorf("cli: %q is not a terminal identity", platformID)
-	}
-	ref := p.a.host.Load()
-	if ref == nil {
-		return "", errors.New("cli: not running")
-	}
-	id := gateway.PrivateChatID(platformID, bot)
-	msgs, err := ref.ChatHistory(ctx, gateway.PlatformCLI, id, 1)
-	if err != nil {
-		return "", fmt.Errorf("cli: %w", err)
-	}
-	if len(msgs) == 0 {
-		return "", fmt.Errorf("cli: %s has not spoken to %s from the terminal", platformID, bot)
-	}
-	return id, nil
 }
 
 // DelegationChanged implements gateway.DelegationWatcher for the
