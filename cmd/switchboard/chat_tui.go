@@ -219,4 +219,3 @@ func showHistory(conn *cliclient.Conn, target chatTarget, stdout io.Writer) {
 		fmt.Fprintln(stdout, "—")
 	}
 }
-
