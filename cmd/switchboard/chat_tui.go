@@ -38,13 +38,18 @@ type chatModel struct {
 	draft string
 	// typing holds the bots whose turn runs, until when.
 	typing map[string]time.Time
-	err    error
+	// queue holds the lines to print, in the order they came; printing
+	// is true while a batch of them is being printed.
+	queue    []string
+	printing bool
+	err      error
 }
 
 type (
-	frameMsg  cliclient.Frame
-	closedMsg struct{ err error }
-	tickMsg   time.Time
+	frameMsg   cliclient.Frame
+	closedMsg  struct{ err error }
+	tickMsg    time.Time
+	printedMsg struct{}
 )
 
 func newChatModel(conn *cliclient.Conn, target chatTarget) chatModel {
@@ -93,9 +98,12 @@ func (m chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		if line := chatLine(m.conn, f, m.conn.Hello.PlatformID); line != "" {
-			return m, tea.Println(line)
+			return m.print(line)
 		}
 		return m, nil
+	case printedMsg:
+		m.printing = false
+		return m.print()
 	case tickMsg:
 		now := time.Time(msg)
 		for name, until := range m.typing {
@@ -131,7 +139,22 @@ func (m chatModel) submit() (tea.Model, tea.Cmd) {
 		m.err = err
 		return m, tea.Quit
 	}
-	return m, tea.Println("You: " + text)
+	return m.print("You: " + text)
+}
+
+// print queues lines and prints what is queued unless a batch is being
+// printed. bubbletea runs commands concurrently, so two tea.Println
+// commands may print out of order: one batch at a time, each followed by
+// a printedMsg, keeps the order the frames came in, which is the order
+// the messages were stored.
+func (m chatModel) print(lines ...string) (tea.Model, tea.Cmd) {
+	m.queue = append(m.queue, lines...)
+	if m.printing || len(m.queue) == 0 {
+		return m, nil
+	}
+	batch := strings.Join(m.queue, "\n")
+	m.queue, m.printing = nil, true
+	return m, tea.Sequence(tea.Println(batch), func() tea.Msg { return printedMsg{} })
 }
 
 // recall shows the previous (up) or next line sent.
