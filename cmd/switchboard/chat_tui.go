@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/uuid"
 
 	"github.com/switchboard-chat/switchboard/cliclient"
@@ -42,7 +43,10 @@ type chatModel struct {
 	// is true while a batch of them is being printed.
 	queue    []string
 	printing bool
-	err      error
+	// width is the terminal's, which printed lines are wrapped to at
+	// spaces; 0 until known.
+	width int
+	err   error
 }
 
 type (
@@ -104,6 +108,10 @@ func (m chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case printedMsg:
 		m.printing = false
 		return m.print()
+	case tea.WindowSizeMsg:
+		m.width = msg.Width
+		m.input.Width = max(10, msg.Width-len(m.input.Prompt)-1)
+		return m, nil
 	case tickMsg:
 		now := time.Time(msg)
 		for name, until := range m.typing {
@@ -153,6 +161,9 @@ func (m chatModel) print(lines ...string) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	batch := strings.Join(m.queue, "\n")
+	if m.width > 10 {
+		batch = ansi.Wrap(batch, m.width-1, "")
+	}
 	m.queue, m.printing = nil, true
 	return m, tea.Sequence(tea.Println(batch), func() tea.Msg { return printedMsg{} })
 }

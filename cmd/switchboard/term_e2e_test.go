@@ -111,6 +111,16 @@ func TestSendCommand(t *testing.T) {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 		}
 	})
+	t.Run("hand-off from a terminal-only person", func(t *testing.T) {
+		// cli-cat is in no users.yaml and never spoke to Finn: the
+		// terminal she spoke from is where Finn's reply finds her.
+		args := append([]string{"send", "mattyatlas", "tell Finn to paint the fence"}, flags...)
+		code, out, errOut := runCLI(append(args, "--as", "cat")...)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) != 3 || lines[1] != "Finn built: paint the fence" {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+	})
 	t.Run("no reply in time, exit 1", func(t *testing.T) {
 		code, out, errOut := send("slowpoke", "are you there?", "--timeout", "300ms")
 		if code != 1 || out != "" || !strings.Contains(errOut, "no reply from slowpoke within 300ms") {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -98,18 +99,14 @@ func bearer(h string) string {
 
 // CLI is the gateway's "cli" platform: the terminal connections of an
 // Adapter. The Adapter's Run serves them; CLI's Run only waits.
-//
-// CLI is no gateway.PrivateChatter on purpose: every bot is reachable
-// from the terminal, but for SPEC §3's routing a bot is on cli only for a
-// person who has spoken to it there, and such a chat is the session's
-// last private chat (or was, before the person moved on), which the
-// gateway finds without asking the platform.
+
 type CLI struct{ a *Adapter }
 
 var (
 	_ gateway.Platform          = (*CLI)(nil)
 	_ gateway.Typer             = (*CLI)(nil)
 	_ gateway.DelegationWatcher = (*CLI)(nil)
+	_ gateway.PrivateChatter    = (*CLI)(nil)
 	_ outbox.ParkLimiter        = (*CLI)(nil)
 )
 
@@ -140,6 +137,16 @@ func (p *CLI) MaxParked() time.Duration { return undeliveredKeep }
 // Typing implements gateway.Typer.
 func (p *CLI) Typing(ctx context.Context, bot, chatID string) error {
 	return p.a.typing(gateway.PlatformCLI, bot, chatID)
+}
+
+// PrivateChat implements gateway.PrivateChatter: a terminal person's
+// chat with a bot is named after both and needs no opening, as on the
+// web. (The gateway asks only for a cli identity the person spoke from.)
+func (p *CLI) PrivateChat(_ context.Context, bot, platformID string) (string, error) {
+	if !strings.HasPrefix(platformID, "cli-") {
+		return "", fmt.Errorf("cli: %q is not a terminal identity", platformID)
+	}
+	return gateway.PrivateChatID(platformID, bot), nil
 }
 
 // DelegationChanged implements gateway.DelegationWatcher for the
