@@ -116,15 +116,16 @@ func (e *Error) Error() string { return e.Msg }
 var namePart = regexp.MustCompile(`[^A-Za-z0-9_.@-]+`)
 
 // Sanitize turns a login name into a valid cli name: characters other
-// than letters, digits and . _ @ - become "-", a leading non-alphanumeric
-// is dropped, and it is cut at 64 characters; "" stays "".
+// than letters, digits and . _ @ - become "-", leading non-alphanumerics
+// and trailing "-" are dropped, and it is cut at 64 characters; it may
+// come out empty.
 func Sanitize(name string) string {
 	s := namePart.ReplaceAllString(name, "-")
 	s = strings.TrimLeft(s, "_.@-")
 	if len(s) > 64 {
 		s = s[:64]
 	}
-	return s
+	return strings.TrimRight(s, "-")
 }
 
 // PlatformID is the person's platform ID, cli-<As>.

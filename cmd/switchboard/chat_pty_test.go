@@ -55,14 +55,14 @@ func startPTYChat(t *testing.T, bin string, args ...string) *ptyChat {
 	return p
 }
 
-// ansi matches the terminal's escape sequences.
-var ansi = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-B]|[=>])`)
+// escapes matches the terminal's escape sequences.
+var escapes = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-B]|[=>])`)
 
 // screen is what was written so far, escape sequences removed.
 func (p *ptyChat) screen() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return ansi.ReplaceAllString(p.out.String(), "")
+	return escapes.ReplaceAllString(p.out.String(), "")
 }
 
 // waitFor waits until the output holds want, after from (an earlier

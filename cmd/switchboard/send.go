@@ -36,7 +36,7 @@ token, with a one-line reason on standard error.
 
 Example:
   switchboard send finnshipley "status of the login page?"
-  echo "hello" | switchboard send matty - --json`,
+  echo "hello" | switchboard send mattyatlas - --json`,
 	env:   termEnv,
 	args:  true,
 	flags: sendFlags,

@@ -31,8 +31,8 @@ func clientFlags(fs *flag.FlagSet) {
 		server = cliclient.DefaultServer
 	}
 	fs.String("server", server, "the gateway's `URL`: $SWITCHBOARD_SERVER when set")
-	fs.String("token", "", "the gateway's admin `TOKEN`; default $SWITCHBOARD_ADMIN_TOKEN (not shown)")
-	fs.String("as", loginName(), "speak as cli-`NAME` (users.yaml may list it as one of a person's identities); default: the login name")
+	fs.String("token", "", "the gateway's admin `TOKEN`; when empty, $SWITCHBOARD_ADMIN_TOKEN (never shown here)")
+	fs.String("as", loginName(), "speak as cli-`NAME`, which users.yaml may list among a person's identities; the default is the login name")
 }
 
 // loginName is the user's login name, made a valid cli name.
