@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -75,6 +76,28 @@ func TestConvRoundTrip(t *testing.T) {
 		}
 	}
 
+	t.Run("the admin endpoint", func(t *testing.T) {
+		if status, _ := apiGet(t, m, "/api/v1/conversations?user=cli-bryan&platform=cli", "wrong"); status != 401 {
+			t.Errorf("wrong token: %d", status)
+		}
+		if status, _ := apiGet(t, m, "/api/v1/conversations?user=cli-bryan", m.AdminToken); status != 400 {
+			t.Errorf("no platform: %d", status)
+		}
+		// users.yaml makes web-bryan the same person: his terminal
+		// conversations are listed for either ID.
+		status, body := apiGet(t, m, "/api/v1/conversations?user=web-bryan&platform=cli", m.AdminToken)
+		items, _ := body["items"].([]any)
+		var standup map[string]any
+		for _, it := range items {
+			if c := it.(map[string]any); c["id"] == "standup" {
+				standup = c
+			}
+		}
+		if status != 200 || len(items) != 2 || standup == nil || standup["kind"] != "group" || standup["platform"] != "cli" ||
+			fmt.Sprint(standup["bots"]) != "[mattyatlas finnshipley]" || standup["open"] != false || standup["last_message_at"] == nil {
+			t.Errorf("list: %d %v", status, body)
+		}
+	})
 	t.Run("usage", func(t *testing.T) {
 		for _, args := range [][]string{{"conv"}, {"conv", "frob"}, {"conv", "new", "x"}, {"conv", "list", "--with", "a"}, {"conv", "show"}, {"conv", "show", "x", "--limit", "0"}} {
 			if code, out, _ := runCLI(args...); code != 2 || out != "" {

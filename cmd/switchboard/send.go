@@ -107,6 +107,9 @@ func runSend(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 			}
 			reply, err := w.take(f)
 			if err != nil {
+				if f.Code == "unknown_bot" {
+					err = fmt.Errorf("%w; the bots are %s", err, strings.Join(botList(conn.Hello.Bots), ", "))
+				}
 				fmt.Fprintln(stderr, "switchboard send:", err)
 				return 2
 			}
@@ -225,4 +228,13 @@ func ended(status string) bool {
 		return true
 	}
 	return false
+}
+
+// botList is the IDs of bots.
+func botList(bots []cliclient.Bot) []string {
+	ids := make([]string, 0, len(bots))
+	for _, b := range bots {
+		ids = append(ids, b.ID)
+	}
+	return ids
 }

@@ -390,7 +390,7 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	}
 	if f.Bot != "" {
 		if !c.onWeb(f.Bot) {
-			return c.a.unknownBot(f.Bot, f.ClientID)
+			return c.unknownBot(f.Bot, f.ClientID)
 		}
 		ev.Bot, ev.ChatType = f.Bot, chat.Private
 		ev.ChatID = gateway.PrivateChatID(c.v.platformID, f.Bot)
@@ -457,7 +457,7 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 	out := historyFrame{Type: "history", Bot: f.Bot, Messages: []messageFrame{}}
 	if f.Bot != "" {
 		if !c.onWeb(f.Bot) {
-			return c.a.unknownBot(f.Bot, f.ClientID)
+			return c.unknownBot(f.Bot, f.ClientID)
 		}
 		out.Chat = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		msgs, err = c.host.SessionHistory(ctx, f.Bot, c.v.platformID, limit)

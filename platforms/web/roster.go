@@ -90,6 +90,16 @@ func (a *Adapter) unknownBot(bot, clientID string) *frameError {
 	return &frameError{Code: codeUnknownBot, Message: msg, ClientID: clientID}
 }
 
+// unknownBot refuses a frame for a bot that is not on c's platform: the
+// web's words on the web, plain ones at the terminal (where every bot
+// is).
+func (c *conn) unknownBot(bot, clientID string) *frameError {
+	if c.v.platform == gateway.PlatformWeb {
+		return c.a.unknownBot(bot, clientID)
+	}
+	return &frameError{Code: codeUnknownBot, Message: "no bot " + strconv.Quote(bot), ClientID: clientID}
+}
+
 // connections lists every open connection.
 func (a *Adapter) connections() []*conn {
 	a.mu.RLock()
