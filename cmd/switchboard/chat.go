@@ -107,8 +107,12 @@ func runChat(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 		if target.bots != nil {
 			join["bots"] = target.bots
 		}
-		if _, err := request(conn, join, "joined"); err != nil {
-			fmt.Fprintf(stderr, "switchboard chat: %s: %v\n", target.conv, err)
+		if f, err := request(conn, join, "joined"); err != nil {
+			hint := ""
+			if f.Code == "not_allowed" && target.bots != nil {
+				hint = fmt.Sprintf("; make a conversation of your own with `switchboard conv new NAME --with %s`", strings.Join(target.bots, ","))
+			}
+			fmt.Fprintf(stderr, "switchboard chat: %s: %v%s\n", target.conv, err, hint)
 			return 2
 		}
 	}

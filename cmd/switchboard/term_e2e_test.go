@@ -219,3 +219,23 @@ func TestCLISharesSessionWithWeb(t *testing.T) {
 		t.Fatalf("reply = %v", r)
 	}
 }
+
+// TestChatWithoutTerminal: chat reads lines from a pipe and prints plain
+// replies; a group of bots someone else made is refused with the fix.
+func TestChatWithoutTerminal(t *testing.T) {
+	_, flags := startTerm(t)
+	withStdin(t, "first\n\nsecond\n")
+	code, out, errOut := runCLI(append([]string{"chat", "finnshipley"}, flags...)...)
+	if code != 0 || out != "Finn Shipley: Finn got first (0 before)\nFinn Shipley: Finn got second (2 before)\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	withStdin(t, "/quit\nnot sent\n")
+	if code, out, _ := runCLI(append([]string{"chat", "mattyatlas", "finnshipley"}, flags...)...); code != 0 || out != "" {
+		t.Fatalf("/quit: exit %d, %q", code, out)
+	}
+	withStdin(t, "hi\n")
+	code, _, errOut = runCLI(append(append([]string{"chat", "mattyatlas", "finnshipley"}, flags...), "--as", "ann")...)
+	if code != 2 || !strings.Contains(errOut, "not_allowed") || !strings.Contains(errOut, "conv new NAME --with mattyatlas,finnshipley") {
+		t.Fatalf("another's group: exit %d, %q", code, errOut)
+	}
+}
