@@ -48,6 +48,8 @@ type Server struct {
 	Sessions    Sessions
 	Delegations Delegations
 	Artifacts   Artifacts
+	// Conversations lists a person's conversations; nil answers 501.
+	Conversations Conversations
 	// Platforms reports the bots' platform connections; nil lists none.
 	Platforms Platforms
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
@@ -77,6 +79,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/users", s.users)
 	mux.HandleFunc("GET /api/v1/sessions", s.sessions)
 	mux.HandleFunc("GET /api/v1/sessions/{id}/messages", s.sessionMessages)
+	mux.HandleFunc("GET /api/v1/conversations", s.conversations)
 	mux.HandleFunc("POST /api/v1/delegations", s.postDelegation)
 	mux.HandleFunc("GET /api/v1/delegations", s.listDelegations)
 	mux.HandleFunc("GET /api/v1/delegations/{id}", s.getDelegation)

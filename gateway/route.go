@@ -92,6 +92,12 @@ func (g *Gateway) privateChat(ctx context.Context, bot *Bot, platform, pid, user
 		return chat.Ref{}, false
 	}
 	if identity.Platform(pid) != platform {
+		if platform == PlatformCLI {
+			// Every bot is on cli, but a person is reached there only
+			// from where they spoke (SPEC §9): never through an
+			// identity users.yaml merely lists.
+			return chat.Ref{}, false
+		}
 		pid = ""
 		u, _ := g.users.Load().User(userID)
 		for _, id := range u.Identities {

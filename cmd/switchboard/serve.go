@@ -145,12 +145,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.web = web.New(web.Options{Settings: webSettings(cfg, m.Logger), TokenKey: tokenKey, Logger: m.Logger})
 	m.gw.AddPlatform(m.web)
+	m.gw.AddPlatform(m.web.CLI())
 	m.gw.AddPlatform(m.discord)
 	m.gw.AddPlatform(m.telegram)
 	logSkippedPlatforms(cfg, m.Logger)
 
 	generated := m.adminToken()
-	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Platforms: m.links,
+	m.web.SetAdminToken(m.AdminToken)
+	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
 		Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{

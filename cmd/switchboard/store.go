@@ -25,6 +25,7 @@ type store interface {
 	retention.Store
 	api.Sessions
 	api.Artifacts
+	api.Conversations
 	// OutboxPending counts the replies not yet delivered or given up.
 	OutboxPending(ctx context.Context) (int, error)
 	// Secret returns the named random secret, made on first use.

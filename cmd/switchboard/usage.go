@@ -24,10 +24,13 @@ type command struct {
 	flags func(fs *flag.FlagSet)
 	// run runs it with the flags parsed; args are what is left.
 	run func(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int
+	// args is true for a command that takes arguments, among which its
+	// flags may come (term.go's parseInterleaved).
+	args bool
 }
 
 // commands lists the commands in the order the usage shows them.
-var commands = []*command{serveCommand, checkCommand, dbCopyCommand, versionCommand}
+var commands = []*command{serveCommand, checkCommand, chatCommand, sendCommand, convCommand, dbCopyCommand, versionCommand}
 
 // lookupCommand returns the command called name, or nil.
 func lookupCommand(name string) *command {
@@ -45,7 +48,11 @@ func usage() string {
 	b.WriteString("switchboard — a chat gateway for teams of AI bots\n\nUsage:\n")
 	for _, c := range commands {
 		line := strings.TrimSpace(c.name + " " + c.synopsis)
-		fmt.Fprintf(&b, "  switchboard %-28s %s\n", line, c.summary)
+		if len(line) > 26 {
+			fmt.Fprintf(&b, "  switchboard %s\n  %-38s %s\n", line, "", c.summary)
+			continue
+		}
+		fmt.Fprintf(&b, "  switchboard %-26s %s\n", line, c.summary)
 	}
 	b.WriteString("\nRun 'switchboard COMMAND --help' for a command's flags and defaults.\n")
 	return b.String()
@@ -58,7 +65,14 @@ func usage() string {
 func runCommand(c *command, args []string, stdout, stderr io.Writer) int {
 	fs := c.flagSet()
 	fs.SetOutput(stderr) // for the flag package's one-line reason
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if c.args {
+		args, err = parseInterleaved(fs, args)
+	} else {
+		err = fs.Parse(args)
+		args = fs.Args()
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.printHelp(stdout)
 			return 0
@@ -67,12 +81,12 @@ func runCommand(c *command, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Run 'switchboard %s --help' for more.\n", c.name)
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "switchboard %s: unexpected argument %q\n\n%s", c.name, fs.Arg(0), c.usageLine())
+	if len(args) > 0 && !c.args {
+		fmt.Fprintf(stderr, "switchboard %s: unexpected argument %q\n\n%s", c.name, args[0], c.usageLine())
 		fmt.Fprintf(stderr, "Run 'switchboard %s --help' for more.\n", c.name)
 		return 2
 	}
-	return c.run(fs, fs.Args(), stdout, stderr)
+	return c.run(fs, args, stdout, stderr)
 }
 
 // flagSet returns a new set of c's flags. It prints nothing itself on

@@ -144,6 +144,10 @@ func (s *brainSet) roster(cfg *config.Config, log *slog.Logger) (*gateway.Roster
 				b.Platforms = append(b.Platforms, p)
 			}
 		}
+		// Every bot is reachable from the terminal (SPEC §9); the cli
+		// platform's PrivateChat keeps §3's routing to people who spoke
+		// to the bot there.
+		b.Platforms = append(b.Platforms, gateway.PlatformCLI)
 		bots = append(bots, b)
 	}
 	s.built = next

@@ -39,10 +39,13 @@ var allowed = map[string][]string{
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
 	"platforms/discord":  {"chat", "delegation", "gateway", "outbox"},
 	"brains/script":      {"brains"},
-	"brains/prompt":      {"brains"},
-	"brains/exec":        {"brains", "brains/prompt"},
-	"brains/openai":      {"brains", "brains/prompt"},
-	"internal/pgtest":    nil,
+	// The terminal's client speaks the protocol; it knows nothing of
+	// the gateway's insides.
+	"cliclient":     nil,
+	"brains/prompt": {"brains"},
+	"brains/exec":   {"brains", "brains/prompt"},
+	"brains/openai": {"brains", "brains/prompt"},
+	"internal/pgtest": nil,
 }
 
 // core lists the packages that must stay free of drivers and libraries of

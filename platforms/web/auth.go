@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/switchboard-chat/switchboard/gateway"
 )
 
 // webUserPattern is what a signed-in user's ID may look like; it becomes
@@ -40,6 +42,9 @@ const anonPrefix = "web-anon-"
 // visitor is who a connection speaks for.
 type visitor struct {
 	platformID string
+	// platform is the gateway platform the connection speaks on: web, or
+	// cli for the terminal commands (cli.go).
+	platform string
 	// token resumes an anonymous identity; empty for signed-in users.
 	token    string
 	verified bool
@@ -65,18 +70,18 @@ func identify(q url.Values, secret, tokenKey []byte) (visitor, error) {
 		if !hmac.Equal([]byte(strings.ToLower(sig)), []byte(Sign(secret, user))) {
 			return visitor{}, errBadSig
 		}
-		return visitor{platformID: "web-" + user, verified: true}, nil
+		return visitor{platformID: "web-" + user, platform: gateway.PlatformWeb, verified: true}, nil
 	case token != "":
 		id, ok := openToken(tokenKey, token)
 		if !ok {
 			return visitor{}, errBadToken
 		}
-		return visitor{platformID: id, token: token}, nil
+		return visitor{platformID: id, platform: gateway.PlatformWeb, token: token}, nil
 	default:
 		var b [12]byte
 		rand.Read(b[:])
 		id := anonPrefix + hex.EncodeToString(b[:])
-		return visitor{platformID: id, token: sealToken(tokenKey, id)}, nil
+		return visitor{platformID: id, platform: gateway.PlatformWeb, token: sealToken(tokenKey, id)}, nil
 	}
 }
 

@@ -256,7 +256,7 @@ func (c *conn) readLoop(bots []gateway.BotInfo) {
 	for _, b := range bots {
 		chats = append(chats, gateway.PrivateChatID(c.v.platformID, b.ID))
 	}
-	c.host.Reachable(gateway.PlatformWeb, chats...)
+	c.host.Reachable(c.v.platform, chats...)
 
 	readBy := time.Now().Add(pongWait)
 	for {
@@ -365,8 +365,10 @@ func (c *conn) handle(f inFrame) error {
 	return badRequest(f.ClientID, "unknown type %q", f.Type)
 }
 
+// onWeb reports whether bot is on the connection's platform (the web's
+// bots, or every bot for the terminal).
 func (c *conn) onWeb(bot string) bool {
-	for _, b := range c.host.Bots(gateway.PlatformWeb) {
+	for _, b := range c.host.Bots(c.v.platform) {
 		if b.ID == bot {
 			return true
 		}
@@ -376,7 +378,7 @@ func (c *conn) onWeb(bot string) bool {
 
 func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	ev := gateway.Event{
-		Platform: gateway.PlatformWeb,
+		Platform: c.v.platform,
 		Sender:   gateway.Sender{PlatformID: c.v.platformID, Name: c.displayName()},
 		Text:     f.Text,
 		Mentions: gateway.ParseMentions(f.Text),
@@ -388,7 +390,7 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	}
 	if f.Bot != "" {
 		if !c.onWeb(f.Bot) {
-			return c.a.unknownBot(f.Bot, f.ClientID)
+			return c.unknownBot(f.Bot, f.ClientID)
 		}
 		ev.Bot, ev.ChatType = f.Bot, chat.Private
 		ev.ChatID = gateway.PrivateChatID(c.v.platformID, f.Bot)
@@ -410,7 +412,7 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	ev.OnStored = func(rec gateway.Receipt) {
 		c.send(ackFrame{Type: "ack", ClientID: ackID, ID: rec.MessageID})
 		if !rec.Duplicate {
-			c.a.broadcast(chatID, group, c, func() any {
+			c.a.broadcast(c.v.platform, chatID, group, c, func() any {
 				f := messageFrame{
 					Type: "message", ID: rec.MessageID, Chat: chatID, Bot: bot,
 					From: chat.Party{Kind: "human", ID: c.v.platformID, Name: name},
@@ -431,7 +433,7 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 
 func (c *conn) handleJoin(ctx context.Context, f inFrame) error {
 	bots, err := c.host.JoinRoom(ctx, gateway.RoomJoin{
-		Platform: gateway.PlatformWeb, Room: f.Chat, PlatformID: c.v.platformID, Bots: f.Bots, Open: f.Open,
+		Platform: c.v.platform, Room: f.Chat, PlatformID: c.v.platformID, Bots: f.Bots, Open: f.Open,
 	})
 	if err != nil {
 		return c.refusal("join", err, f.ClientID)
@@ -455,13 +457,13 @@ func (c *conn) handleHistory(ctx context.Context, f inFrame) error {
 	out := historyFrame{Type: "history", Bot: f.Bot, Messages: []messageFrame{}}
 	if f.Bot != "" {
 		if !c.onWeb(f.Bot) {
-			return c.a.unknownBot(f.Bot, f.ClientID)
+			return c.unknownBot(f.Bot, f.ClientID)
 		}
 		out.Chat = gateway.PrivateChatID(c.v.platformID, f.Bot)
 		msgs, err = c.host.SessionHistory(ctx, f.Bot, c.v.platformID, limit)
 	} else {
 		out.Chat = f.Chat
-		msgs, err = c.host.RoomHistory(ctx, gateway.PlatformWeb, f.Chat, c.v.platformID, limit)
+		msgs, err = c.host.RoomHistory(ctx, c.v.platform, f.Chat, c.v.platformID, limit)
 	}
 	if err != nil {
 		return c.refusal("history", err, f.ClientID)
@@ -482,7 +484,8 @@ func (c *conn) displayName() string {
 		return u.Name
 	}
 	if c.v.verified {
-		return c.v.platformID[len("web-"):]
+		_, name, _ := strings.Cut(c.v.platformID, "-")
+		return name
 	}
 	return "Guest"
 }

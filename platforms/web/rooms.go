@@ -11,7 +11,7 @@ import (
 // from a member is answered invited {chat, user}. The invited person is
 // told nothing now; their next join of the room succeeds.
 func (c *conn) handleInvite(ctx context.Context, f inFrame) error {
-	if err := c.host.InviteToRoom(ctx, gateway.PlatformWeb, f.Chat, c.v.platformID, f.User); err != nil {
+	if err := c.host.InviteToRoom(ctx, c.v.platform, f.Chat, c.v.platformID, f.User); err != nil {
 		return c.refusal("invite", err, f.ClientID)
 	}
 	c.send(invitedFrame{Type: "invited", Chat: f.Chat, User: f.User})

@@ -57,7 +57,9 @@ func (a *Adapter) RosterChanged(bots []gateway.BotInfo) {
 		f.Bots = []gateway.BotInfo{}
 	}
 	for _, c := range a.connections() {
-		c.send(f)
+		if c.v.platform == gateway.PlatformWeb {
+			c.send(f)
+		}
 	}
 }
 
@@ -70,7 +72,7 @@ func (a *Adapter) admit(c *conn) ([]gateway.BotInfo, bool) {
 	a.roster.mu.Lock()
 	defer a.roster.mu.Unlock()
 	user := c.host.Resolve(c.v.platformID)
-	bots := c.host.Bots(gateway.PlatformWeb)
+	bots := c.host.Bots(c.v.platform)
 	c.send(helloFrame{Type: "hello", User: user.ID, PlatformID: c.v.platformID, Token: c.v.token, Bots: bots})
 	return bots, a.register(c)
 }
@@ -86,6 +88,16 @@ func (a *Adapter) unknownBot(bot, clientID string) *frameError {
 		msg = name + " is no longer available on the web"
 	}
 	return &frameError{Code: codeUnknownBot, Message: msg, ClientID: clientID}
+}
+
+// unknownBot refuses a frame for a bot that is not on c's platform: the
+// web's words on the web, plain ones at the terminal (where every bot
+// is).
+func (c *conn) unknownBot(bot, clientID string) *frameError {
+	if c.v.platform == gateway.PlatformWeb {
+		return c.a.unknownBot(bot, clientID)
+	}
+	return &frameError{Code: codeUnknownBot, Message: "no bot " + strconv.Quote(bot), ClientID: clientID}
 }
 
 // connections lists every open connection.

@@ -62,9 +62,11 @@ type Adapter struct {
 	log      *slog.Logger
 	tokenKey []byte
 	settings atomic.Pointer[Settings]
-	host     atomic.Pointer[hostRef]
-	ready    chan struct{}
-	upgrader websocket.Upgrader
+	// adminToken lets a dial speak as a terminal person (cli.go).
+	adminToken atomic.Pointer[string]
+	host       atomic.Pointer[hostRef]
+	ready      chan struct{}
+	upgrader   websocket.Upgrader
 	// slots counts open connections by address; messages limits send
 	// frames across connections.
 	slots    addrSlots
@@ -73,8 +75,8 @@ type Adapter struct {
 	roster roster
 
 	mu     sync.RWMutex
-	byUser map[string]map[*conn]struct{} // platform ID → connections
-	rooms  map[string]map[*conn]struct{} // room → connections that joined it
+	byUser map[string]map[*conn]struct{}  // platform ID → connections
+	rooms  map[roomKey]map[*conn]struct{} // room → connections that joined it
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -98,7 +100,7 @@ func New(opts Options) *Adapter {
 		log:      opts.Logger.With("platform", gateway.PlatformWeb),
 		tokenKey: opts.TokenKey,
 		byUser:   make(map[string]map[*conn]struct{}),
-		rooms:    make(map[string]map[*conn]struct{}),
+		rooms:    make(map[roomKey]map[*conn]struct{}),
 		ready:    make(chan struct{}),
 	}
 	a.Configure(opts.Settings)
@@ -207,10 +209,21 @@ func (a *Adapter) serveWS(w http.ResponseWriter, r *http.Request) {
 			a.slots.release(ip)
 		}
 	}()
-	v, err := identify(r.URL.Query(), set.Secret, a.tokenKey)
+	var v visitor
+	var err error
+	status := http.StatusUnauthorized
+	if cliRequest(r) {
+		v, status, err = a.identifyCLI(r)
+	} else {
+		v, err = identify(r.URL.Query(), set.Secret, a.tokenKey)
+	}
 	if err != nil {
 		a.log.Warn("websocket refused", "reason", err.Error())
-		writeError(w, http.StatusUnauthorized, "unauthorized", err.Error())
+		code := "unauthorized"
+		if status == http.StatusBadRequest {
+			code = "bad_request"
+		}
+		writeError(w, status, code, err.Error())
 		return
 	}
 	hj := &hijacker{ResponseWriter: w}
@@ -263,35 +276,41 @@ func (a *Adapter) unregister(c *conn) {
 		}
 	}
 	for room := range c.joined() {
-		if set := a.rooms[room]; set != nil {
+		k := roomKey{c.v.platform, room}
+		if set := a.rooms[k]; set != nil {
 			delete(set, c)
 			if len(set) == 0 {
-				delete(a.rooms, room)
+				delete(a.rooms, k)
 			}
 		}
 	}
 }
 
+// roomKey names a room of one platform: the web and the terminal each
+// have their own rooms.
+type roomKey struct{ platform, room string }
+
 // joinRoom records that c receives room's messages.
 func (a *Adapter) joinRoom(c *conn, room string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	set := a.rooms[room]
+	k := roomKey{c.v.platform, room}
+	set := a.rooms[k]
 	if set == nil {
 		set = make(map[*conn]struct{})
-		a.rooms[room] = set
+		a.rooms[k] = set
 	}
 	set[c] = struct{}{}
 }
 
-// recipients lists the connections that see chatID: the platform ID's
-// connections for a private chat, the room's for a group.
-func (a *Adapter) recipients(chatID string, group bool) []*conn {
+// recipients lists the connections of platform that see chatID: the
+// platform ID's connections for a private chat, the room's for a group.
+func (a *Adapter) recipients(platform, chatID string, group bool) []*conn {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	var set map[*conn]struct{}
 	if group {
-		set = a.rooms[chatID]
+		set = a.rooms[roomKey{platform, chatID}]
 	} else if pid, _, ok := gateway.SplitPrivateChatID(chatID); ok {
 		set = a.byUser[pid]
 	}
@@ -313,7 +332,11 @@ func (a *Adapter) recipients(chatID string, group bool) []*conn {
 // no other ID to record.
 func (a *Adapter) Send(ctx context.Context, m outbox.Entry) (string, error) {
 	group := m.ChatType == chat.Group
-	conns := a.recipients(m.ChatID, group)
+	platform := m.Platform
+	if platform == "" {
+		platform = gateway.PlatformWeb
+	}
+	conns := a.recipients(platform, m.ChatID, group)
 	if len(conns) == 0 {
 		return "", sendOutcome(0, group)
 	}
@@ -361,10 +384,19 @@ func (a *Adapter) PrivateChat(_ context.Context, bot, platformID string) (string
 // DelegationChanged implements gateway.DelegationWatcher: the user's open
 // widget connections get a delegation frame.
 func (a *Adapter) DelegationChanged(ref delegation.Ref, platformIDs []string) {
+	a.delegationChanged(ref, platformIDs, "web-")
+}
+
+// delegationChanged sends a delegation frame to the connections of the
+// platform IDs that start with prefix (the web's or the terminal's).
+func (a *Adapter) delegationChanged(ref delegation.Ref, platformIDs []string, prefix string) {
 	f := delegationFrame{Type: "delegation", Ref: ref}
 	a.mu.RLock()
 	var conns []*conn
 	for _, pid := range platformIDs {
+		if !strings.HasPrefix(pid, prefix) {
+			continue
+		}
 		for c := range a.byUser[pid] {
 			conns = append(conns, c)
 		}
@@ -377,9 +409,14 @@ func (a *Adapter) DelegationChanged(ref delegation.Ref, platformIDs []string) {
 
 // Typing implements gateway.Typer.
 func (a *Adapter) Typing(ctx context.Context, bot, chatID string) error {
+	return a.typing(gateway.PlatformWeb, bot, chatID)
+}
+
+// typing sends a typing frame to platform's connections in the chat.
+func (a *Adapter) typing(platform, bot, chatID string) error {
 	// (A room's name may hold a ':', but never has a private chat's form.)
 	_, private := gateway.PrivateChatOwner(chatID)
-	for _, c := range a.recipients(chatID, !private) {
+	for _, c := range a.recipients(platform, chatID, !private) {
 		c.send(typingFrame{Type: "typing", Chat: chatID, Bot: bot})
 	}
 	return nil
@@ -387,9 +424,9 @@ func (a *Adapter) Typing(ctx context.Context, bot, chatID string) error {
 
 // broadcast sends the frame made by frame to the chat's connections
 // except skip; frame is called only if there is one.
-func (a *Adapter) broadcast(chatID string, group bool, skip *conn, frame func() any) {
+func (a *Adapter) broadcast(platform, chatID string, group bool, skip *conn, frame func() any) {
 	var f any
-	for _, c := range a.recipients(chatID, group) {
+	for _, c := range a.recipients(platform, chatID, group) {
 		if c == skip {
 			continue
 		}

@@ -30,6 +30,9 @@ type Store interface {
 	// OutboxPending counts the outbox entries not yet delivered or
 	// given up (what PendingOutbox lists).
 	OutboxPending(ctx context.Context) (int, error)
+	// Conversations lists a person's rooms and private chats on a
+	// platform, newest message first.
+	Conversations(ctx context.Context, platform string, p gateway.Person) ([]gateway.Conversation, error)
 	// Secret returns the named random secret, made with n random bytes
 	// on first use; it survives a reopen.
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
@@ -72,6 +75,7 @@ func Run(t *testing.T, f Factory) {
 		{"RoomMembership", testRoomMembership},
 		{"RoomPersons", testRoomPersons},
 		{"OpenRooms", testOpenRooms},
+		{"Conversations", testConversations},
 		{"Sessions", testSessions},
 		{"Secret", testSecret},
 		{"ConcurrentWriters", testConcurrentWriters},

@@ -1,0 +1,5 @@
+package cliclient
+
+import "slices"
+
+func sortStrings(s []string) { slices.Sort(s) }
