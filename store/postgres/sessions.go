@@ -33,8 +33,11 @@ func scanSession(row pgx.Row) (sessions.Session, error) {
 
 // FindSession implements sessions.Store.
 func (s *Store) FindSession(ctx context.Context, key sessions.Key) (sessions.Session, bool, error) {
-	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
-		WHERE bot = $1 AND scope = $2 AND scope_id = $3`, clean([]any{key.Bot, key.Scope, key.ScopeID})...))
+	var sess sessions.Session
+	dest, finish := sessionDest(&sess)
+	err := s.pooled(ctx).scanOne(`SELECT `+sessionColumns+` FROM sessions s
+		WHERE bot = $1 AND scope = $2 AND scope_id = $3`, []any{key.Bot, key.Scope, key.ScopeID}, dest...)
+	finish()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sessions.Session{}, false, nil
 	}
@@ -47,7 +50,10 @@ func (s *Store) FindSession(ctx context.Context, key sessions.Key) (sessions.Ses
 // GetSession returns the session with id, or an error wrapping
 // sessions.ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE id = $1`, clean([]any{id})...))
+	var sess sessions.Session
+	dest, finish := sessionDest(&sess)
+	err := s.pooled(ctx).scanOne(`SELECT `+sessionColumns+` FROM sessions s WHERE id = $1`, []any{id}, dest...)
+	finish()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sess, fmt.Errorf("store: session %s: %w", id, sessions.ErrNotFound)
 	}

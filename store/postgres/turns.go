@@ -157,10 +157,15 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 	now := micros(timeNow())
 	var delegationID string
 	if o.Turn.ID != 0 {
+		// The turn done, and the session's row touched, which locks it
+		// (see ensureSession) before a retry queues its turn.
 		var d *string
-		err := t.scanOne(`UPDATE turns SET status = 'done', done_at = $1
-			WHERE id = $2 AND session_id = $3 AND status = 'pending' RETURNING delegation_id`,
-			[]any{now, o.Turn.ID, o.Turn.SessionID}, &d)
+		err := t.scanOne(`WITH t AS (UPDATE turns SET status = 'done', done_at = $1
+				WHERE id = $2 AND session_id = $3 AND status = 'pending' RETURNING delegation_id),
+			s AS (UPDATE sessions SET updated_at = $1, resume_id = CASE WHEN $4 = '' THEN resume_id ELSE $4 END
+				WHERE id = $3 AND EXISTS (SELECT 1 FROM t))
+			SELECT delegation_id FROM t`,
+			[]any{now, o.Turn.ID, o.Turn.SessionID, o.ResumeID}, &d)
 		if errors.Is(err, pgx.ErrNoRows) {
 			var status string
 			err := t.scanOne(`SELECT status FROM turns WHERE id = $1 AND session_id = $2`, []any{o.Turn.ID, o.Turn.SessionID}, &status)
@@ -177,12 +182,6 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 		}
 		if d != nil {
 			delegationID = *d
-		}
-		// The session's row, locked (see ensureSession) before a retry
-		// queues its turn.
-		if _, err := t.exec(`UPDATE sessions SET updated_at = $1, resume_id = CASE WHEN $2 = '' THEN resume_id ELSE $2 END
-			WHERE id = $3`, now, o.ResumeID, o.Turn.SessionID); err != nil {
-			return err
 		}
 	}
 	// Hand-offs and the status change first, so the posts that mention
