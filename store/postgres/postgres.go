@@ -262,6 +262,7 @@ func (s *Store) run(ctx context.Context, c class, opts pgx.TxOptions, fn func(*t
 		if err = s.once(ctx, c, opts, fn); !retryable(err) {
 			return err
 		}
+		s.log.Debug("store: transaction run again", "try", try+1, "err", err)
 	}
 	return err
 }
