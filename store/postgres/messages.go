@@ -105,6 +105,21 @@ func (t *txn) addParticipant(conv int64, kind, id string, at int64) error {
 	return err
 }
 
+// messageInsert is the column list of a message's row but its
+// conversation, whose values messageArgs gives as $1…$14 in this order:
+// platform_msg_id $1, from_id $4, bot $7. A statement that stores a
+// message numbers its other parameters from $15.
+const messageInsert = `platform_msg_id, kind, from_kind, from_id, from_name, user_id, bot, text,
+	mentions, reply_to, created_at, delegation_id, reply_to_id, failed`
+
+const messageValues = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14`
+
+// messageArgs are m's values of messageInsert, followed by more.
+func messageArgs(m chat.Message, more ...any) []any {
+	return append([]any{m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
+		strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, m.ReplyToID, m.Failed}, more...)
+}
+
 // insertMessage stores m in conversation conv (none when 0) and returns
 // its ID.
 func (t *txn) insertMessage(conv int64, m chat.Message) (int64, error) {
@@ -113,11 +128,49 @@ func (t *txn) insertMessage(conv int64, m chat.Message) (int64, error) {
 		convArg = conv
 	}
 	var id int64
-	err := t.scanOne(`INSERT INTO messages (conversation_id, platform_msg_id, kind, from_kind,
-		from_id, from_name, user_id, bot, text, mentions, reply_to, created_at, delegation_id, reply_to_id, failed)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id`,
-		[]any{convArg, m.PlatformMsgID, m.Kind, m.From.Kind, m.From.ID, m.From.Name, m.UserID, m.Bot, m.Text,
-			strings.Join(m.Mentions, " "), m.ReplyTo, micros(m.Time), m.DelegationID, m.ReplyToID, m.Failed}, &id)
+	err := t.scanOne(`INSERT INTO messages (conversation_id, `+messageInsert+`)
+		VALUES ($15, `+messageValues+`) RETURNING id`, messageArgs(m, convArg), &id)
+	return id, err
+}
+
+// convBot is the bot part of a conversation's key (see
+// ensureConversation).
+func convBot(in chat.Ref, bot string) string {
+	if in.Type != chat.Private {
+		return ""
+	}
+	return bot
+}
+
+// storeInbound stores an inbound message m in its chat, when the chat
+// is stored already, with its participants (the person, and the bot
+// when it has one) and its dedupe key, in one statement. It returns the
+// message's ID and whether its key was new, or pgx.ErrNoRows when the
+// chat is not stored yet.
+func (t *txn) storeInbound(m chat.Message, at int64) (id int64, fresh bool, err error) {
+	in := m.Chat()
+	err = t.scanOne(`WITH c AS (SELECT id FROM conversations WHERE platform = $15 AND chat_id = $16 AND bot = $17),
+		p AS (INSERT INTO participants (conversation_id, kind, participant_id, joined_at)
+			SELECT id, 'user', $4::text, $18::bigint FROM c UNION ALL SELECT id, 'bot', $7::text, $18::bigint FROM c WHERE $7 <> ''
+			ON CONFLICT DO NOTHING),
+		m AS (INSERT INTO messages (conversation_id, `+messageInsert+`)
+			SELECT id, `+messageValues+` FROM c RETURNING id),
+		k AS (INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
+			SELECT $15, $7, $16, $1, id FROM m ON CONFLICT DO NOTHING RETURNING message_id)
+		SELECT id, EXISTS (SELECT 1 FROM k) FROM m`,
+		messageArgs(m, in.Platform, in.ID, convBot(in, m.Bot), at), &id, &fresh)
+	return id, fresh, err
+}
+
+// queueTurn adds message msg to a session's history when link is set
+// and queues a turn for it, after turn after (none when nil), in one
+// statement, and returns the turn's ID.
+func (t *txn) queueTurn(session string, msg int64, link bool, text string, after any, at int64) (int64, error) {
+	var id int64
+	err := t.scanOne(`WITH l AS (INSERT INTO session_messages (session_id, message_id)
+			SELECT $1::text, $2::bigint WHERE $6::boolean ON CONFLICT DO NOTHING)
+		INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id`, []any{session, msg, text, after, at, link}, &id)
 	return id, err
 }
 
@@ -180,7 +233,7 @@ func (t *txn) lockSessions(keys []sessions.Key, at int64) (map[sessions.Key]stri
 // then says Duplicate and holds the original.
 func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.InboundResult, error) {
 	var res gateway.InboundResult
-	err := s.write(ctx, func(tx *txn) error {
+	err := s.run(ctx, intake, pgx.TxOptions{}, func(tx *txn) error {
 		res = gateway.InboundResult{}
 		m := in.Message
 		at := micros(m.Time)
@@ -206,27 +259,20 @@ func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.
 		if err != nil {
 			return err
 		}
-		conv, err := tx.ensureConversation(m.Chat(), m.Bot, in.ChatName, at)
-		if err != nil {
-			return err
-		}
-		if err := tx.addParticipant(conv, "user", m.From.ID, at); err != nil {
-			return err
-		}
-		if m.Bot != "" {
-			if err := tx.addParticipant(conv, "bot", m.Bot, at); err != nil {
+		// The message with its chat's participants and its dedupe key in
+		// one statement; a chat's first message makes the chat first.
+		var fresh bool
+		m.ID, fresh, err = tx.storeInbound(m, at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, err = tx.ensureConversation(m.Chat(), m.Bot, in.ChatName, at); err != nil {
 				return err
 			}
+			m.ID, fresh, err = tx.storeInbound(m, at)
 		}
-		if m.ID, err = tx.insertMessage(conv, m); err != nil {
-			return err
-		}
-		n, err := tx.exec(`INSERT INTO inbound_keys (platform, bot, chat_id, platform_msg_id, message_id)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, m.Platform, m.Bot, m.ChatID, m.PlatformMsgID, m.ID)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if !fresh {
 			// Stored meanwhile by another transaction, now committed:
 			// the next run finds it.
 			return errRetry
@@ -235,19 +281,16 @@ func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.
 		var linked []string
 		for _, r := range in.Turns {
 			sid := sids[r.Session]
-			if !slices.Contains(linked, sid) {
-				if err := tx.link(sid, m.ID); err != nil {
-					return err
-				}
+			link := !slices.Contains(linked, sid)
+			if link {
 				linked = append(linked, sid)
 			}
 			var after any
 			if n := len(res.Turns); n > 0 {
 				after = res.Turns[n-1].ID
 			}
-			var id int64
-			if err := tx.scanOne(`INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
-				VALUES ($1, $2, $3, $4, $5) RETURNING id`, []any{sid, m.ID, r.Text, after, at}, &id); err != nil {
+			id, err := tx.queueTurn(sid, m.ID, link, r.Text, after, at)
+			if err != nil {
 				return err
 			}
 			res.Turns = append(res.Turns, sessions.TurnRef{ID: id, SessionID: sid})

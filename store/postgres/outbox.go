@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -15,26 +16,20 @@ import (
 // it in the outbox.
 func (t *txn) post(p sessions.Post, now int64) (outbox.Entry, error) {
 	m := p.Message
-	conv, err := t.ensureConversation(m.Chat(), m.Bot, "", now)
+	var outboxID int64
+	err := t.storePost(p, now, &m.ID, &outboxID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The chat's first message: the chat first.
+		if _, err = t.ensureConversation(m.Chat(), m.Bot, "", now); err != nil {
+			return outbox.Entry{}, err
+		}
+		err = t.storePost(p, now, &m.ID, &outboxID)
+	}
 	if err != nil {
 		return outbox.Entry{}, err
 	}
-	if err := t.addParticipant(conv, "bot", m.Bot, now); err != nil {
-		return outbox.Entry{}, err
-	}
-	if m.ID, err = t.insertMessage(conv, m); err != nil {
-		return outbox.Entry{}, err
-	}
-	if p.Session != "" {
-		if err := t.link(p.Session, m.ID); err != nil {
-			return outbox.Entry{}, err
-		}
-	}
 	e := entryOf(m)
-	if err := t.scanOne(`INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5) RETURNING id`, []any{m.ID, m.Platform, m.Bot, m.ChatID, now}, &e.OutboxID); err != nil {
-		return outbox.Entry{}, err
-	}
+	e.OutboxID = outboxID
 	if m.DelegationID != "" {
 		d, err := t.delegationRecord(m.DelegationID)
 		if err != nil {
@@ -43,6 +38,25 @@ func (t *txn) post(p sessions.Post, now int64) (outbox.Entry, error) {
 		e.Delegation = d.Ref()
 	}
 	return e, nil
+}
+
+// storePost stores p's message in its chat, when the chat is stored
+// already, with the bot as a participant, in p's session's history, and
+// queues it in the outbox, in one statement. No row (pgx.ErrNoRows) says
+// the chat is not stored yet.
+func (t *txn) storePost(p sessions.Post, now int64, msgID, outboxID *int64) error {
+	m := p.Message
+	in := m.Chat()
+	return t.scanOne(`WITH c AS (SELECT id FROM conversations WHERE platform = $15 AND chat_id = $16 AND bot = $17),
+		p AS (INSERT INTO participants (conversation_id, kind, participant_id, joined_at)
+			SELECT id, 'bot', $7::text, $18::bigint FROM c ON CONFLICT DO NOTHING),
+		m AS (INSERT INTO messages (conversation_id, `+messageInsert+`)
+			SELECT id, `+messageValues+` FROM c RETURNING id),
+		l AS (INSERT INTO session_messages (session_id, message_id)
+			SELECT $19::text, id FROM m WHERE $19 <> '' ON CONFLICT DO NOTHING)
+		INSERT INTO outbox (message_id, platform, bot, chat_id, created_at, updated_at)
+		SELECT id, $15, $7, $16, $18, $18 FROM m RETURNING message_id, id`,
+		messageArgs(m, in.Platform, in.ID, convBot(in, m.Bot), now, p.Session), msgID, outboxID)
 }
 
 // entryOf is the outbox entry of a stored message.
@@ -57,7 +71,7 @@ func entryOf(m chat.Message) outbox.Entry {
 // up.
 func (s *Store) OutboxPending(ctx context.Context) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT COUNT(*) FROM outbox WHERE status = 'pending'`).Scan(&n); err != nil {
+	if err := s.pooled(ctx).scanOne(`SELECT COUNT(*) FROM outbox WHERE status = 'pending'`, nil, &n); err != nil {
 		return 0, fmt.Errorf("store: outbox pending: %w", err)
 	}
 	return n, nil
@@ -147,20 +161,23 @@ func (s *Store) MarkFailed(ctx context.Context, outboxID int64, reason string) e
 // mark runs update (whose parameters are value, the time and the entry's
 // ID) on an outbox entry and maps platformMsgID, when set, to the
 // entry's message.
+// It is one statement, so one round trip.
 func (s *Store) mark(ctx context.Context, what string, outboxID int64, platformMsgID, update string, value any) error {
-	err := s.write(ctx, func(tx *txn) error {
-		if _, err := tx.exec(update, value, micros(timeNow()), outboxID); err != nil {
-			return err
+	query, args := update, []any{value, micros(timeNow()), outboxID}
+	if platformMsgID != "" {
+		query = `WITH o AS (` + update + ` RETURNING message_id)
+			INSERT INTO platform_ids (conversation_id, platform_msg_id, message_id)
+			SELECT m.conversation_id, $4, m.id FROM o JOIN messages m ON m.id = o.message_id
+			WHERE m.conversation_id IS NOT NULL
+			ON CONFLICT DO NOTHING`
+		args = append(args, platformMsgID)
+	}
+	var err error
+	for try := 0; try < maxTries; try++ {
+		if _, err = s.pooled(ctx).exec(query, args...); !retryable(err) {
+			break
 		}
-		if platformMsgID == "" {
-			return nil
-		}
-		_, err := tx.exec(`INSERT INTO platform_ids (conversation_id, platform_msg_id, message_id)
-			SELECT m.conversation_id, $1, m.id FROM outbox o JOIN messages m ON m.id = o.message_id
-			WHERE o.id = $2 AND m.conversation_id IS NOT NULL
-			ON CONFLICT DO NOTHING`, platformMsgID, outboxID)
-		return err
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("store: %s %d: %w", what, outboxID, err)
 	}

@@ -56,6 +56,9 @@ type Store struct {
 	// messages.
 	where string
 	log   *slog.Logger
+	// gate lets work that finishes what was accepted have the pool's
+	// connections before new intake (gate.go).
+	gate *gate
 	// unsure holds what this process's writes whose COMMIT failed would
 	// have stored (unsure.go).
 	unsure unsure
@@ -110,7 +113,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
-	s := &Store{where: describe(cfg.ConnConfig), log: o.logger}
+	s := &Store{where: describe(cfg.ConnConfig), log: o.logger, gate: newGate(int(cfg.MaxConns))}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, hide(fmt.Errorf("store: PostgreSQL %s: %w", s.where, err), secret)
@@ -204,6 +207,9 @@ type querier interface {
 type txn struct {
 	ctx context.Context
 	q   querier
+	// gate, set when q is the pool, is passed for each statement; a
+	// transaction passed it once for all of its statements.
+	gate *gate
 }
 
 // errRetry asks write to run its transaction again from the start: it
@@ -220,30 +226,54 @@ const maxTries = 10
 // failure, or one whose fn returned errRetry, runs again, so fn must
 // set its results afresh each time it runs.
 func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
-	return s.run(ctx, pgx.TxOptions{}, fn)
+	return s.run(ctx, finishing, pgx.TxOptions{}, fn)
 }
 
 // read runs fn in a read-only transaction whose reads all see one
 // snapshot.
 func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
-	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return s.run(ctx, finishing, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
-// run runs fn in a transaction with opts, again while it fails in a way
-// a new run may not (see retryable), at most maxTries times.
-func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(*txn) error) error {
+// readBatch sends the queries queue puts in a batch in one round trip,
+// in a read-only transaction whose reads all see one snapshot, and runs
+// their callbacks. It is for reads that need no result of another to
+// be sent.
+func (s *Store) readBatch(ctx context.Context, queue func(*pgx.Batch)) error {
+	if err := s.gate.enter(ctx, finishing); err != nil {
+		return err
+	}
+	defer s.gate.leave()
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
+	queue(b)
+	b.Queue(`COMMIT`)
+	// A failed batch leaves its connection in the failed transaction;
+	// the pool closes such a connection rather than reuse it.
+	return s.pool.SendBatch(ctx, b).Close()
+}
+
+// run runs fn in a transaction with opts, for work of class c (gate.go),
+// again while it fails in a way a new run may not (see retryable), at
+// most maxTries times.
+func (s *Store) run(ctx context.Context, c class, opts pgx.TxOptions, fn func(*txn) error) error {
 	var err error
 	for try := 0; try < maxTries; try++ {
-		if err = s.once(ctx, opts, fn); !retryable(err) {
+		if err = s.once(ctx, c, opts, fn); !retryable(err) {
 			return err
 		}
+		s.log.Debug("store: transaction run again", "try", try+1, "err", err)
 	}
 	return err
 }
 
 // once runs fn in one transaction. A failed COMMIT is a *commitError:
 // whether the transaction took effect is not known.
-func (s *Store) once(ctx context.Context, opts pgx.TxOptions, fn func(*txn) error) error {
+func (s *Store) once(ctx context.Context, c class, opts pgx.TxOptions, fn func(*txn) error) error {
+	if err := s.gate.enter(ctx, c); err != nil {
+		return err
+	}
+	defer s.gate.leave()
 	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return err
@@ -278,25 +308,54 @@ func retryable(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") // deadlock_detected, serialization_failure
 }
 
-// pooled is a txn outside any transaction, for single reads.
-func (s *Store) pooled(ctx context.Context) *txn { return &txn{ctx: ctx, q: s.pool} }
+// pooled is a txn outside any transaction, for single statements
+// (exec, scanOne, each), each its own transaction.
+func (s *Store) pooled(ctx context.Context) *txn { return &txn{ctx: ctx, q: s.pool, gate: s.gate} }
+
+// enter passes the gate for one statement on the pool (finishing work);
+// a transaction has passed it already.
+func (t *txn) enter() (leave func(), err error) {
+	if t.gate == nil {
+		return func() {}, nil
+	}
+	if err := t.gate.enter(t.ctx, finishing); err != nil {
+		return nil, err
+	}
+	return t.gate.leave, nil
+}
 
 func (t *txn) exec(query string, args ...any) (int64, error) {
+	leave, err := t.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
 	tag, err := t.q.Exec(t.ctx, query, clean(args)...)
 	return tag.RowsAffected(), err
 }
 
+// query runs a query in a transaction (a pooled txn reads with each).
 func (t *txn) query(query string, args ...any) (pgx.Rows, error) {
 	return t.q.Query(t.ctx, query, clean(args)...)
 }
 
 // scanOne reads one row into dest; no row is pgx.ErrNoRows.
 func (t *txn) scanOne(query string, args []any, dest ...any) error {
+	leave, err := t.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return t.q.QueryRow(t.ctx, query, clean(args)...).Scan(dest...)
 }
 
 // each runs fn on every row of query.
 func (t *txn) each(query string, args []any, fn func(pgx.Rows) error) error {
+	leave, err := t.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
 	rows, err := t.query(query, args...)
 	if err != nil {
 		return err

@@ -33,8 +33,11 @@ func scanSession(row pgx.Row) (sessions.Session, error) {
 
 // FindSession implements sessions.Store.
 func (s *Store) FindSession(ctx context.Context, key sessions.Key) (sessions.Session, bool, error) {
-	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s
-		WHERE bot = $1 AND scope = $2 AND scope_id = $3`, clean([]any{key.Bot, key.Scope, key.ScopeID})...))
+	var sess sessions.Session
+	dest, finish := sessionDest(&sess)
+	err := s.pooled(ctx).scanOne(`SELECT `+sessionColumns+` FROM sessions s
+		WHERE bot = $1 AND scope = $2 AND scope_id = $3`, []any{key.Bot, key.Scope, key.ScopeID}, dest...)
+	finish()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sessions.Session{}, false, nil
 	}
@@ -47,7 +50,10 @@ func (s *Store) FindSession(ctx context.Context, key sessions.Key) (sessions.Ses
 // GetSession returns the session with id, or an error wrapping
 // sessions.ErrNotFound.
 func (s *Store) GetSession(ctx context.Context, id string) (sessions.Session, error) {
-	sess, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions s WHERE id = $1`, clean([]any{id})...))
+	var sess sessions.Session
+	dest, finish := sessionDest(&sess)
+	err := s.pooled(ctx).scanOne(`SELECT `+sessionColumns+` FROM sessions s WHERE id = $1`, []any{id}, dest...)
+	finish()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sess, fmt.Errorf("store: session %s: %w", id, sessions.ErrNotFound)
 	}
@@ -106,13 +112,20 @@ func (s *Store) SessionMessages(ctx context.Context, sessionID, kind string, lim
 	return msgs, nil
 }
 
-// LastPrivateChat implements gateway.SessionStore.
+// LastPrivateChat implements gateway.SessionStore. The session's
+// messages are walked newest first, each looked up by its key: the
+// subquery's OFFSET 0 keeps the planner from joining the other way
+// round, which it does when the tables have no statistics yet (a new
+// database, its first minute) and takes from_kind = 'human' for a rare
+// value: then every call read and sorted every message of every chat.
 func (s *Store) LastPrivateChat(ctx context.Context, sessionID string) (chat.Ref, bool, error) {
 	c := chat.Ref{Type: chat.Private}
 	err := s.pooled(ctx).scanOne(`SELECT c.platform, c.chat_id
-		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
+		FROM session_messages sm
+		CROSS JOIN LATERAL (SELECT m.conversation_id FROM messages m
+			WHERE m.id = sm.message_id AND m.from_kind = 'human' OFFSET 0) m
 		JOIN conversations c ON c.id = m.conversation_id
-		WHERE sm.session_id = $1 AND m.from_kind = 'human' AND c.kind = 'private'
+		WHERE sm.session_id = $1 AND c.kind = 'private'
 		ORDER BY sm.message_id DESC LIMIT 1`, []any{sessionID}, &c.Platform, &c.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return chat.Ref{}, false, nil

@@ -42,41 +42,82 @@ func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 // history are read from one snapshot. It reads and changes nothing: a
 // turn is settled by CompleteTurn, which stores the answer of a turn
 // once however often it is run.
+//
+// The turn and its history are read in one round trip (a batch with
+// its own BEGIN and COMMIT); a hand-off's turn, rarer, is read again
+// with its delegation, one statement after another.
 func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int) (sessions.Turn, bool, error) {
 	var turn sessions.Turn
 	var found bool
-	err := s.read(ctx, func(t *txn) (err error) {
-		turn, found, err = t.nextTurn(sessionID, historyLimit)
-		return err
+	var delegationID string
+	err := s.readBatch(ctx, func(b *pgx.Batch) {
+		args := clean([]any{sessionID})
+		b.Queue(turnQuery, args...).QueryRow(func(row pgx.Row) error {
+			var err error
+			turn, delegationID, found, err = scanTurn(row)
+			return err
+		})
+		if historyLimit > 0 {
+			b.Queue(`WITH t AS (SELECT message_id FROM turns WHERE session_id = $1 AND status = 'pending' ORDER BY id LIMIT 1)
+				SELECT `+historyColumns+`
+				FROM t, session_messages sm JOIN messages m ON m.id = sm.message_id
+				WHERE sm.session_id = $1 AND sm.message_id != t.message_id
+					AND (sm.message_id < t.message_id OR m.from_kind != 'human')
+				ORDER BY sm.message_id DESC LIMIT $2`, append(args, historyLimit)...).Query(func(rows pgx.Rows) error {
+				var err error
+				turn.History, err = scanHistory(rows)
+				return err
+			})
+		}
 	})
+	if err == nil && delegationID != "" {
+		err = s.read(ctx, func(t *txn) (err error) {
+			turn, found, err = t.nextTurn(sessionID, historyLimit)
+			return err
+		})
+	}
 	if err != nil {
 		return sessions.Turn{}, false, fmt.Errorf("store: next turn: %w", err)
 	}
-	return turn, found, nil
+	if !found {
+		return sessions.Turn{}, false, nil
+	}
+	return turn, true, nil
 }
 
-func (t *txn) nextTurn(sessionID string, historyLimit int) (sessions.Turn, bool, error) {
-	var turn sessions.Turn
-	var delegationID string
+// turnQuery reads a session's oldest unanswered turn ($1), as scanTurn
+// reads it.
+const turnQuery = `SELECT t.id, t.text, COALESCE(t.after_turn, 0),
+	COALESCE((SELECT a.id FROM turns a WHERE a.id = t.after_turn AND a.status = 'pending'), 0),
+	COALESCE(t.delegation_id, ''), ` + sessionColumns + `, ` + messageColumns + `
+	FROM turns t JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id
+	LEFT JOIN conversations c ON c.id = m.conversation_id
+	WHERE t.session_id = $1 AND t.status = 'pending' ORDER BY t.id LIMIT 1`
+
+// scanTurn reads a row of turnQuery: the turn without its delegation
+// and history, and its delegation's ID; no row is found false.
+func scanTurn(row pgx.Row) (turn sessions.Turn, delegationID string, found bool, err error) {
 	sdest, sdone := sessionDest(&turn.Session)
 	mdest, mdone := messageDest(&turn.Message)
 	dest := append([]any{&turn.Ref.ID, &turn.Text, &turn.After, &turn.WaitsFor, &delegationID}, sdest...)
-	err := t.scanOne(`SELECT t.id, t.text, COALESCE(t.after_turn, 0),
-		COALESCE((SELECT a.id FROM turns a WHERE a.id = t.after_turn AND a.status = 'pending'), 0),
-		COALESCE(t.delegation_id, ''), `+sessionColumns+`, `+messageColumns+`
-		FROM turns t JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id
-		LEFT JOIN conversations c ON c.id = m.conversation_id
-		WHERE t.session_id = $1 AND t.status = 'pending' ORDER BY t.id LIMIT 1`,
-		[]any{sessionID}, append(dest, mdest...)...)
+	err = row.Scan(append(dest, mdest...)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return sessions.Turn{}, false, nil
+		return sessions.Turn{}, "", false, nil
 	}
 	if err != nil {
-		return turn, false, err
+		return turn, "", false, err
 	}
 	sdone()
 	mdone()
 	turn.Ref.SessionID = turn.Session.ID
+	return turn, delegationID, true, nil
+}
+
+func (t *txn) nextTurn(sessionID string, historyLimit int) (sessions.Turn, bool, error) {
+	turn, delegationID, found, err := scanTurn(t.q.QueryRow(t.ctx, turnQuery, clean([]any{sessionID})...))
+	if err != nil || !found {
+		return sessions.Turn{}, false, err
+	}
 	if delegationID != "" {
 		d, err := t.delegation(delegationID)
 		if err != nil {
@@ -100,22 +141,32 @@ func (t *txn) history(session string, msgID int64, limit int) ([]chat.Message, e
 	if limit <= 0 {
 		return nil, nil
 	}
-	var out []chat.Message
-	err := t.each(`SELECT `+historyColumns+`
+	rows, err := t.query(`SELECT `+historyColumns+`
 		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
 		WHERE sm.session_id = $1 AND sm.message_id != $2 AND (sm.message_id < $2 OR m.from_kind != 'human')
-		ORDER BY sm.message_id DESC LIMIT $3`, []any{session, msgID, limit}, func(rows pgx.Rows) error {
+		ORDER BY sm.message_id DESC LIMIT $3`, session, msgID, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanHistory(rows)
+}
+
+// scanHistory reads the rows of a history query (historyColumns, newest
+// first) and closes them; it returns them oldest first.
+func scanHistory(rows pgx.Rows) ([]chat.Message, error) {
+	defer rows.Close()
+	var out []chat.Message
+	for rows.Next() {
 		var m chat.Message
 		var at int64
 		if err := rows.Scan(&m.ID, &m.Kind, &m.From.Kind, &m.From.ID, &m.From.Name, &m.Text, &at); err != nil {
-			return err
+			return nil, err
 		}
 		m.Time = fromMicros(at)
 		out = append(out, m)
-		return nil
-	})
+	}
 	slices.Reverse(out)
-	return out, err
+	return out, rows.Err()
 }
 
 // CompleteTurn implements sessions.Store. Of two completions of one turn
@@ -157,10 +208,15 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 	now := micros(timeNow())
 	var delegationID string
 	if o.Turn.ID != 0 {
+		// The turn done, and the session's row touched, which locks it
+		// (see ensureSession) before a retry queues its turn.
 		var d *string
-		err := t.scanOne(`UPDATE turns SET status = 'done', done_at = $1
-			WHERE id = $2 AND session_id = $3 AND status = 'pending' RETURNING delegation_id`,
-			[]any{now, o.Turn.ID, o.Turn.SessionID}, &d)
+		err := t.scanOne(`WITH t AS (UPDATE turns SET status = 'done', done_at = $1
+				WHERE id = $2 AND session_id = $3 AND status = 'pending' RETURNING delegation_id),
+			s AS (UPDATE sessions SET updated_at = $1, resume_id = CASE WHEN $4 = '' THEN resume_id ELSE $4 END
+				WHERE id = $3 AND EXISTS (SELECT 1 FROM t))
+			SELECT delegation_id FROM t`,
+			[]any{now, o.Turn.ID, o.Turn.SessionID, o.ResumeID}, &d)
 		if errors.Is(err, pgx.ErrNoRows) {
 			var status string
 			err := t.scanOne(`SELECT status FROM turns WHERE id = $1 AND session_id = $2`, []any{o.Turn.ID, o.Turn.SessionID}, &status)
@@ -177,12 +233,6 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 		}
 		if d != nil {
 			delegationID = *d
-		}
-		// The session's row, locked (see ensureSession) before a retry
-		// queues its turn.
-		if _, err := t.exec(`UPDATE sessions SET updated_at = $1, resume_id = CASE WHEN $2 = '' THEN resume_id ELSE $2 END
-			WHERE id = $3`, now, o.ResumeID, o.Turn.SessionID); err != nil {
-			return err
 		}
 	}
 	// Hand-offs and the status change first, so the posts that mention
