@@ -38,14 +38,12 @@ func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// NextTurn implements sessions.Store: the turn, its delegation and its
-// history are read from one snapshot. It reads and changes nothing: a
-// turn is settled by CompleteTurn, which stores the answer of a turn
-// once however often it is run.
-//
-// The turn and its history are read in one round trip (a batch with
-// its own BEGIN and COMMIT); a hand-off's turn, rarer, is read again
-// with its delegation, one statement after another.
+// NextTurn implements sessions.Store: the turn and its history are read
+// from one snapshot, in one round trip (a batch with its own BEGIN and
+// COMMIT), and a hand-off's turn then reads its delegation, whose task,
+// parties and inputs never change once stored. It reads and changes
+// nothing: a turn is settled by CompleteTurn, which stores the answer of
+// a turn once however often it is run.
 func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int) (sessions.Turn, bool, error) {
 	var turn sessions.Turn
 	var found bool
@@ -70,10 +68,14 @@ func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int
 			})
 		}
 	})
-	if err == nil && delegationID != "" {
-		err = s.read(ctx, func(t *txn) (err error) {
-			turn, found, err = t.nextTurn(sessionID, historyLimit)
-			return err
+	if err == nil && found && delegationID != "" {
+		err = s.read(ctx, func(t *txn) error {
+			d, err := t.delegation(delegationID)
+			if err != nil {
+				return fmt.Errorf("delegation of turn %d: %w", turn.Ref.ID, err)
+			}
+			turn.Delegation = &d
+			return nil
 		})
 	}
 	if err != nil {
@@ -113,43 +115,9 @@ func scanTurn(row pgx.Row) (turn sessions.Turn, delegationID string, found bool,
 	return turn, delegationID, true, nil
 }
 
-func (t *txn) nextTurn(sessionID string, historyLimit int) (sessions.Turn, bool, error) {
-	turn, delegationID, found, err := scanTurn(t.q.QueryRow(t.ctx, turnQuery, clean([]any{sessionID})...))
-	if err != nil || !found {
-		return sessions.Turn{}, false, err
-	}
-	if delegationID != "" {
-		d, err := t.delegation(delegationID)
-		if err != nil {
-			return turn, false, fmt.Errorf("delegation of turn %d: %w", turn.Ref.ID, err)
-		}
-		turn.Delegation = &d
-	}
-	turn.History, err = t.history(sessionID, turn.Message.ID, historyLimit)
-	return turn, true, err
-}
-
 // historyColumns is the select list of a turn's history: what a brain is
 // shown of a message (its kind, author, text and time).
 const historyColumns = `m.id, m.kind, m.from_kind, m.from_id, m.from_name, m.text, m.created_at`
-
-// history reads the newest limit messages of a session before the
-// message being answered, with the bots' and system messages stored
-// after it (a reply to an earlier message may be stored after it),
-// oldest first.
-func (t *txn) history(session string, msgID int64, limit int) ([]chat.Message, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	rows, err := t.query(`SELECT `+historyColumns+`
-		FROM session_messages sm JOIN messages m ON m.id = sm.message_id
-		WHERE sm.session_id = $1 AND sm.message_id != $2 AND (sm.message_id < $2 OR m.from_kind != 'human')
-		ORDER BY sm.message_id DESC LIMIT $3`, session, msgID, limit)
-	if err != nil {
-		return nil, err
-	}
-	return scanHistory(rows)
-}
 
 // scanHistory reads the rows of a history query (historyColumns, newest
 // first) and closes them; it returns them oldest first.
