@@ -41,10 +41,10 @@ var allowed = map[string][]string{
 	"brains/script":      {"brains"},
 	// The terminal's client speaks the protocol; it knows nothing of
 	// the gateway's insides.
-	"cliclient":     nil,
-	"brains/prompt": {"brains"},
-	"brains/exec":   {"brains", "brains/prompt"},
-	"brains/openai": {"brains", "brains/prompt"},
+	"cliclient":       nil,
+	"brains/prompt":   {"brains"},
+	"brains/exec":     {"brains", "brains/prompt"},
+	"brains/openai":   {"brains", "brains/prompt"},
 	"internal/pgtest": nil,
 }
 
