@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/internal/testenv"
 )
 
 // These tests run real shell scripts as the brain's programs: what they
@@ -55,10 +56,10 @@ func script(t *testing.T, dir, name, body string) string {
 func runAsNobody(t *testing.T) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("run_as needs the gateway (here: the test) to run as root")
+		testenv.Missing(t, "run_as needs the gateway (here: the test) to run as root")
 	}
 	if _, err := lookupAccount("nobody"); err != nil {
-		t.Skipf("no user nobody on this system: %v", err)
+		testenv.Missing(t, "no user nobody on this system: %v", err)
 	}
 	return "nobody"
 }
@@ -128,7 +129,7 @@ if ls /proc/$PPID/cwd/ >/dev/null 2>&1; then echo "cwd: listed"; else echo "cwd:
 
 func TestChildCannotReadGatewayProc(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
-		t.Skipf("no /proc here: %v", err)
+		testenv.Missing(t, "no /proc here: %v", err)
 	}
 	tests := []struct {
 		name  string
@@ -138,7 +139,7 @@ func TestChildCannotReadGatewayProc(t *testing.T) {
 			if c := Probe(); c.Root && !c.UserNS {
 				// Documented: a root gateway's children are root and
 				// hold CAP_SYS_PTRACE; only run_as keeps them out.
-				t.Skipf("the tests run as root and this kernel refuses a user namespace per program (%s)", c.NoUserNS)
+				testenv.Missing(t, "the tests run as root and this kernel refuses a user namespace per program (%s)", c.NoUserNS)
 			}
 			return ""
 		}},
@@ -162,10 +163,10 @@ func TestChildCannotReadGatewayProc(t *testing.T) {
 func TestSetsidGrandchildIsKilled(t *testing.T) {
 	c := Probe()
 	if c.Cgroup == "" {
-		t.Skipf("containment here is the process group only, which setsid escapes (documented): %s", c.NoCgroup)
+		testenv.Missing(t, "containment here is the process group only, which setsid escapes (documented): %s", c.NoCgroup)
 	}
 	if _, err := osexec.LookPath("setsid"); err != nil {
-		t.Skipf("no setsid command: %v", err)
+		testenv.Missing(t, "no setsid command: %v", err)
 	}
 	// The grandchild leaves the process group and the session, with
 	// nothing of the turn's open (no pipe keeps the turn waiting).

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/internal/testenv"
 )
 
 // execSecurityBots are exec bots running shell scripts that try what a
@@ -71,7 +73,7 @@ exec sleep 1000
 // gateway being non-dumpable keeps it out.
 func TestExecChildrenContained(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
-		t.Skipf("no /proc here: %v", err)
+		testenv.Missing(t, "no /proc here: %v", err)
 	}
 	secret := randomHex(t)
 	t.Setenv("SB_TEST_TELEGRAM_TOKEN", secret)
@@ -103,7 +105,7 @@ func TestExecChildrenContained(t *testing.T) {
 					if !strings.Contains(g.logs, "can read the gateway's environment") {
 						t.Errorf("root without a user namespace and no warning:\n%s", g.logs)
 					}
-					t.Skip("the tests run as root and this kernel refuses a user namespace per program")
+					testenv.Missing(t, "the tests run as root and this kernel refuses a user namespace per program")
 				}
 				// Without run_as the program is the work root's owner (or
 				// root): no directory protection holds against it
@@ -113,10 +115,10 @@ func TestExecChildrenContained(t *testing.T) {
 		}
 		t.Run("setsid", func(t *testing.T) {
 			if !strings.Contains(g.logs, "kill=cgroup") {
-				t.Skip("containment here is the process group only (documented), which setsid escapes")
+				testenv.Missing(t, "containment here is the process group only (documented), which setsid escapes")
 			}
 			if _, err := osexec.LookPath("setsid"); err != nil {
-				t.Skipf("no setsid command: %v", err)
+				testenv.Missing(t, "no setsid command: %v", err)
 			}
 			if got := g.ask("escaper"); !strings.HasPrefix(got, "Sorry, Escaper couldn't answer") {
 				t.Errorf("reply %q, want the apology for the timeout", got)
@@ -138,7 +140,7 @@ func TestExecChildrenContained(t *testing.T) {
 
 	t.Run("same user", func(t *testing.T) {
 		if nobody == nil {
-			t.Skip("covered above: the tests do not run as root, so the gateway and its programs share a user")
+			testenv.Missing(t, "covered above: the tests do not run as root, so the gateway and its programs share a user")
 		}
 		uid, _ := strconv.Atoi(nobody.Uid)
 		gid, _ := strconv.Atoi(nobody.Gid)

@@ -41,11 +41,12 @@ var allowed = map[string][]string{
 	"brains/script":      {"brains"},
 	// The terminal's client speaks the protocol; it knows nothing of
 	// the gateway's insides.
-	"cliclient":       nil,
-	"brains/prompt":   {"brains"},
-	"brains/exec":     {"brains", "brains/prompt"},
-	"brains/openai":   {"brains", "brains/prompt"},
-	"internal/pgtest": nil,
+	"cliclient":        nil,
+	"brains/prompt":    {"brains"},
+	"brains/exec":      {"brains", "brains/prompt"},
+	"brains/openai":    {"brains", "brains/prompt"},
+	"internal/pgtest":  {"internal/testenv"},
+	"internal/testenv": nil,
 }
 
 // core lists the packages that must stay free of drivers and libraries of
