@@ -61,6 +61,9 @@ type Turn struct {
 	// Context holds extra blocks the gateway injects into the prompt
 	// (findings, insights, memories, …), each rendered under its title.
 	Context []Block
+	// Actions are the actions the turn may take, bound to its bot,
+	// person and space; nil when it may take none (a public bot).
+	Actions Actions
 }
 
 // Mate is a bot the answering bot may hand work to.
