@@ -76,7 +76,10 @@ type Main struct {
 	telegram *telegram.Platform
 	brains   brainSet
 	retain   *retention.Job
-	srv      *http.Server
+	// cluster is set on a PostgreSQL database: this process's place
+	// among the gateways sharing it (cluster.go).
+	cluster *cluster
+	srv     *http.Server
 	ln       net.Listener
 
 	cancel context.CancelFunc
@@ -129,7 +132,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	m.obs = newObserver()
 	m.retain = retention.NewJob(m.store, retentionPolicy(cfg), retention.Options{Logger: m.Logger})
-	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs})
+	if m.cluster, err = joinCluster(ctx, m.store, instanceAddress(m.ln.Addr())); err != nil {
+		return err
+	}
+	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
+		Shared: m.cluster.shared()})
 	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
 	m.brains.workRoot = filepath.Join(workBase(cfg), "switchboard-work")
 	if err := makeWorkRoot(m.brains.workRoot); err != nil {
@@ -138,8 +145,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.
 	m.links = newLinkBoard()
-	m.discord = discord.New(discord.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformDiscord)})
-	m.telegram = telegram.New(telegram.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformTelegram)})
+	m.discord = discord.New(discord.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformDiscord), Leader: m.cluster.leader()})
+	m.telegram = telegram.New(telegram.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformTelegram), Leader: m.cluster.leader()})
 	if err := m.apply(cfg); err != nil {
 		return err
 	}
@@ -153,7 +160,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),
@@ -172,6 +179,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
 	m.goRun("retention", func() error { return m.retain.Run(runCtx) })
 	m.watcher.Subscribe(m.reload)
+	if m.cluster != nil {
+		if err := m.cluster.start(ctx, runCtx, m); err != nil {
+			return err
+		}
+	}
 	if err := m.gw.Start(ctx); err != nil {
 		return err
 	}
@@ -284,6 +296,9 @@ func (m *Main) adminToken() (generated bool) {
 // connections itself), stop the HTTP server, close the store. Work that
 // does not finish in time stays stored and resumes on the next start.
 func (m *Main) Close() error {
+	if m.cluster != nil {
+		m.cluster.stopTakingOver()
+	}
 	if m.gw != nil {
 		m.gw.StopIntake()
 		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
