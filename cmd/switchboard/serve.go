@@ -80,7 +80,7 @@ type Main struct {
 	// among the gateways sharing it (cluster.go).
 	cluster *cluster
 	srv     *http.Server
-	ln       net.Listener
+	ln      net.Listener
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
