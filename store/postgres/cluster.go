@@ -298,7 +298,9 @@ func (m *Member) Run(ctx context.Context) error {
 // ones, and when beat is set refreshes the row and forgets instances
 // that died.
 func (m *Member) step(ctx context.Context, conn *pgx.Conn, beat bool) error {
-	ctx, cancel := context.WithTimeout(ctx, statementTimeout)
+	// Not ended with ctx: pgx closes a connection whose query is
+	// cancelled, and leave still needs it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
 	defer cancel()
 	m.mu.Lock()
 	unlocks := m.unlocks
