@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/outbox"
 )
 
@@ -60,8 +61,10 @@ type Notice struct {
 	Kind       NoticeKind
 	ID         int64
 	Delegation string
-	Platform   string
-	ChatID     string
+	// New marks a delegation just stored (not a change of one).
+	New      bool
+	Platform string
+	ChatID   string
 }
 
 // SharedStore is what a gateway on a shared database reads to show its
@@ -131,7 +134,16 @@ func (g *Gateway) Noticed(n Notice) {
 			}
 			h.ShowInbound(m)
 		case NoticeDelegation:
-			g.notifyUpdate(ctx, n.Delegation)
+			d, err := g.store.Delegation(ctx, n.Delegation)
+			if err != nil {
+				g.log.Warn("cluster: a delegation changed elsewhere could not be read", "delegation", n.Delegation, "err", err)
+				return
+			}
+			if n.New && d.Status != delegation.StatusRefused {
+				// Admitted elsewhere: it counts against the limits here.
+				g.policy.Note(d.From, d.To, d.UserID, d.CreatedAt, d.Origin.Platform == "")
+			}
+			g.notify(d)
 		}
 	}()
 }

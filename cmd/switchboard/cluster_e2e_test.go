@@ -305,3 +305,72 @@ func TestTurnOrderAcrossInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegramWebhookAnyInstance: with two gateways behind one webhook
+// URL, Telegram's calls may reach either (SPEC §11). Each update is
+// answered once whichever took it, a repeated call included.
+func TestTelegramWebhookAnyInstance(t *testing.T) {
+	tg := telegramtest.New(t)
+	tg.AddBot("hook-token", 9400, "matty_bot")
+	t.Setenv("SB_HOOK_DB", pgtest.NewDatabase(t))
+	t.Setenv("SB_HOOK_TG", "hook-token")
+	t.Setenv("SB_HOOK_SECRET", "hook-secret")
+	dir := t.TempDir()
+	bots := strings.ReplaceAll(`
+gateway:
+  listen: 127.0.0.1:0
+  database_env: SB_HOOK_DB
+bots:
+  - id: mattyatlas
+    name: Matty Atlas
+    brain: {kind: script, default: 'Matty heard: {{.Text}}'}
+    platforms:
+      telegram:
+        token_env: SB_HOOK_TG
+        api_url: TGURL
+        mode: webhook
+        webhook: {url: 'https://bots.example.com/telegram/mattyatlas', secret_env: SB_HOOK_SECRET}
+`, "TGURL", tg.URL)
+	os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots), 0o644)
+	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte("users: []\n"), 0o644)
+	m1, m2 := startMain(t, dir), startMain(t, dir)
+
+	var texts []string
+	for i := range 10 {
+		u := telegramtest.User{ID: int64(3000 + i), FirstName: fmt.Sprint("u", i)}
+		text := fmt.Sprint("hook ", i)
+		texts = append(texts, text)
+		upd := tg.Push("hook-token", telegramtest.Private(u, text))
+		// Even updates go to one gateway or the other; odd ones to both
+		// (Telegram retrying on the other).
+		targets := []*Main{[]*Main{m1, m2}[i/2%2]}
+		if i%2 == 1 {
+			targets = []*Main{m1, m2}
+		}
+		for _, m := range targets {
+			var status int
+			if !waitUntil(10*time.Second, func() bool {
+				status, _ = tg.PostWebhook("http://"+m.Addr()+"/telegram/mattyatlas", "hook-secret", upd)
+				return status == 200
+			}) {
+				t.Fatalf("webhook call %d to %s: %d", i, m.Addr(), status)
+			}
+		}
+	}
+	answered := func() map[string]int {
+		n := map[string]int{}
+		for _, m := range tg.Sent("hook-token") {
+			n[strings.TrimPrefix(m.Text, "Matty heard: ")]++
+		}
+		return n
+	}
+	if !tg.WaitFor(20*time.Second, func() bool { return len(answered()) == len(texts) }) {
+		t.Fatalf("answered %v of %v", answered(), texts)
+	}
+	time.Sleep(300 * time.Millisecond) // a second answer would be out by now
+	for text, n := range answered() {
+		if n != 1 {
+			t.Errorf("%q answered %d times", text, n)
+		}
+	}
+}

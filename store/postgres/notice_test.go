@@ -16,6 +16,7 @@ func TestParseNotice(t *testing.T) {
 		{`{"k":"entry","i":"i-b","id":7,"p":"web","c":"web-x:matty"}`, gateway.Notice{Kind: gateway.NoticeEntry, ID: 7, Platform: "web", ChatID: "web-x:matty"}, true, false},
 		{`{"k":"message","i":"i-b","id":8,"p":"cli","c":"den"}`, gateway.Notice{Kind: gateway.NoticeMessage, ID: 8, Platform: "cli", ChatID: "den"}, true, false},
 		{`{"k":"delegation","i":"","d":"d-1"}`, gateway.Notice{Kind: gateway.NoticeDelegation, Delegation: "d-1"}, true, false},
+		{`{"k":"delegation","i":"i-b","d":"d-2","n":true}`, gateway.Notice{Kind: gateway.NoticeDelegation, Delegation: "d-2", New: true}, true, false},
 		{`{"k":"entry","i":"i-self","id":7,"p":"web","c":"x"}`, gateway.Notice{Kind: gateway.NoticeEntry, ID: 7, Platform: "web", ChatID: "x"}, false, false},
 		{`{"k":"entry","i":"i-b","p":"web","c":"x"}`, gateway.Notice{}, false, true},
 		{`{"k":"delegation","i":"i-b"}`, gateway.Notice{}, false, true},

@@ -48,7 +48,8 @@ ALTER TABLE outbox ADD COLUMN owner TEXT DEFAULT switchboard_instance();
 -- carrying IDs (the data is read from the tables): outbox entries for
 -- the platforms whose deliveries go to connections held by one process
 -- (the web widget and the terminal), a person's message in one of their
--- group rooms, a delegation that changed. "i" is the instance that
+-- group rooms, a delegation that changed ("n": a new one, which the
+-- others count against their hand-off limits). "i" is the instance that
 -- stored it, which ignores its own.
 CREATE FUNCTION switchboard_notify_outbox() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -81,7 +82,7 @@ CREATE FUNCTION switchboard_notify_delegation() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
 	PERFORM pg_notify('switchboard', json_build_object('k', 'delegation', 'i', COALESCE(switchboard_instance(), ''),
-		'd', NEW.id)::text);
+		'd', NEW.id, 'n', TG_OP = 'INSERT')::text);
 	RETURN NULL;
 END
 $$;
