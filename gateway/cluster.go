@@ -49,7 +49,8 @@ const (
 	// NoticeEntry: an outbox entry (ID) for a chat of a platform whose
 	// deliveries go to connections held by one process.
 	NoticeEntry NoticeKind = "entry"
-	// NoticeMessage: a person's message (ID) in a group chat.
+	// NoticeMessage: a person's message (ID) in a chat of a platform
+	// whose connections one process holds, from User.
 	NoticeMessage NoticeKind = "message"
 	// NoticeDelegation: a delegation record (Delegation) changed.
 	NoticeDelegation NoticeKind = "delegation"
@@ -65,6 +66,10 @@ type Notice struct {
 	New      bool
 	Platform string
 	ChatID   string
+	// User is who wrote a message (the master user ID, else the
+	// platform ID); Group says its chat is a group.
+	User  string
+	Group bool
 }
 
 // SharedStore is what a gateway on a shared database reads to show its
@@ -97,14 +102,32 @@ type Holder interface {
 	ShowInbound(m chat.Message)
 }
 
+// RateSharer is implemented by platforms that limit how many messages a
+// person sends a second (the web widget and the terminal): a message the
+// person sent through another process counts here too.
+type RateSharer interface {
+	SpentElsewhere(person string)
+}
+
 // Noticed handles news from another process sharing the database: an
 // outbox entry for a chat held here is delivered here too, a person's
-// message in a room reaches the room's connections here, and a changed
-// delegation is shown to whoever watches it here. It must not block: the
+// message counts against their rate here and reaches a room's
+// connections here, and a changed delegation is shown to whoever watches
+// it here (a new one counts against the hand-off limits). It must not block: the
 // reading happens on a goroutine of the gateway's.
 func (g *Gateway) Noticed(n Notice) {
 	if g.shared == nil {
 		return
+	}
+	if n.Kind == NoticeMessage {
+		if p, ok := g.platform(n.Platform); ok {
+			if r, ok := p.(RateSharer); ok {
+				r.SpentElsewhere(n.User)
+			}
+		}
+		if !n.Group {
+			return
+		}
 	}
 	g.bg.Add(1)
 	go func() {

@@ -374,3 +374,28 @@ bots:
 		}
 	}
 }
+
+// TestPersonRateAcrossInstances: a person's message rate holds across
+// gateways sharing a database (SPEC §11): messages sent through one count
+// on the other.
+func TestPersonRateAcrossInstances(t *testing.T) {
+	t.Setenv("SB_RATE_DB", pgtest.NewDatabase(t))
+	dir := t.TempDir()
+	const web = "    secret_env: SB_TEST_WEB_SECRET\n"
+	bots := strings.NewReplacer("  database: test.db\n", "  database_env: SB_RATE_DB\n",
+		web, web+"    max_messages_per_second_per_person: 0.5\n    max_messages_per_second_per_ip: 0\n").Replace(testBots)
+	os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots), 0o644)
+	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(testUsers), 0o644)
+	m1, m2 := startMain(t, dir), startMain(t, dir)
+
+	c1 := dial(t, m1.Addr(), nil)
+	c2 := dial(t, m2.Addr(), url.Values{"token": {c1.hello["token"].(string)}})
+	// Half a message a second: a burst of one, spent on the first
+	// gateway (its reply reaches both connections).
+	c1.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "one", "client_id": "a1"})
+	c1.expect("ack")
+	expectMessage(c1)
+	expectMessage(c2)
+	c2.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "two", "client_id": "b1"})
+	c2.refusedWith("rate_limited", "b1")
+}

@@ -14,9 +14,23 @@ import (
 // person's message in a room through ShowInbound.
 
 var (
-	_ gateway.Holder = (*Adapter)(nil)
-	_ gateway.Holder = (*CLI)(nil)
+	_ gateway.Holder     = (*Adapter)(nil)
+	_ gateway.Holder     = (*CLI)(nil)
+	_ gateway.RateSharer = (*Adapter)(nil)
+	_ gateway.RateSharer = (*CLI)(nil)
 )
+
+// SpentElsewhere implements gateway.RateSharer: a message the person
+// sent through another process counts against their rate here
+// (gateway.web.max_messages_per_second_per_person holds across all).
+func (a *Adapter) SpentElsewhere(person string) {
+	if person != "" {
+		a.messages.person.spend(person, time.Now())
+	}
+}
+
+// SpentElsewhere implements gateway.RateSharer for the terminal.
+func (p *CLI) SpentElsewhere(person string) { p.a.SpentElsewhere(person) }
 
 // Holds implements gateway.Holder: a connection of platform is in the
 // room chatID, or is the person's whose private chat chatID is.

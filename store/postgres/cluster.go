@@ -534,11 +534,14 @@ func parseNotice(payload, self string) (n gateway.Notice, ok bool, err error) {
 		New        bool   `json:"n"`
 		Platform   string `json:"p"`
 		Chat       string `json:"c"`
+		User       string `json:"u"`
+		Group      bool   `json:"g"`
 	}
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
 		return n, false, fmt.Errorf("notice of %d bytes: %w", len(payload), err)
 	}
-	n = gateway.Notice{Kind: gateway.NoticeKind(p.Kind), ID: p.ID, Delegation: p.Delegation, New: p.New, Platform: p.Platform, ChatID: p.Chat}
+	n = gateway.Notice{Kind: gateway.NoticeKind(p.Kind), ID: p.ID, Delegation: p.Delegation, New: p.New,
+		Platform: p.Platform, ChatID: p.Chat, User: p.User, Group: p.Group}
 	switch n.Kind {
 	case gateway.NoticeEntry, gateway.NoticeMessage:
 		if n.ID <= 0 || n.Platform == "" || n.ChatID == "" {

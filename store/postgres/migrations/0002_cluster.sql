@@ -47,8 +47,9 @@ ALTER TABLE outbox ADD COLUMN owner TEXT DEFAULT switchboard_instance();
 -- announced on the channel 'switchboard' when it commits, as JSON
 -- carrying IDs (the data is read from the tables): outbox entries for
 -- the platforms whose deliveries go to connections held by one process
--- (the web widget and the terminal), a person's message in one of their
--- group rooms, a delegation that changed ("n": a new one, which the
+-- (the web widget and the terminal), a person's message there (which
+-- counts against their message rate everywhere, and which the others in
+-- a room see), a delegation that changed ("n": a new one, which the
 -- others count against their hand-off limits). "i" is the instance that
 -- stored it, which ignores its own.
 CREATE FUNCTION switchboard_notify_outbox() RETURNS trigger
@@ -68,9 +69,9 @@ DECLARE
 	c conversations%ROWTYPE;
 BEGIN
 	SELECT * INTO c FROM conversations WHERE id = NEW.conversation_id;
-	IF c.kind = 'group' AND c.platform IN ('web', 'cli') THEN
+	IF c.platform IN ('web', 'cli') THEN
 		PERFORM pg_notify('switchboard', json_build_object('k', 'message', 'i', COALESCE(switchboard_instance(), ''),
-			'id', NEW.id, 'p', c.platform, 'c', c.chat_id)::text);
+			'id', NEW.id, 'p', c.platform, 'c', c.chat_id, 'u', NEW.user_id, 'g', c.kind = 'group')::text);
 	END IF;
 	RETURN NULL;
 END
