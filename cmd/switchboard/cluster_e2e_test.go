@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/internal/pgtest"
+	"github.com/switchboard-chat/switchboard/platforms/discord/discordtest"
 	"github.com/switchboard-chat/switchboard/platforms/telegram/telegramtest"
 )
 
@@ -57,13 +58,13 @@ func TestTwoInstances(t *testing.T) {
 	// Both listed; one leads the Telegram bot.
 	var leader string
 	if !waitUntil(10*time.Second, func() bool {
-		leader = telegramLeader(t, addrA)
+		leader = leaderAt(t, addrA, "crash-test", "telegram")
 		return leader != ""
 	}) {
-		t.Fatalf("no instance leads the Telegram bot:\n%v\nA:\n%s\nB:\n%s", instancesAt(t, addrA), a.log(), b.log())
+		t.Fatalf("no instance leads the Telegram bot:\n%v\nA:\n%s\nB:\n%s", instancesAt(t, addrA, "crash-test"), a.log(), b.log())
 	}
-	if got := len(instancesAt(t, addrB)); got != 2 {
-		t.Fatalf("instances listed = %d, want 2: %v", got, instancesAt(t, addrB))
+	if got := len(instancesAt(t, addrB, "crash-test")); got != 2 {
+		t.Fatalf("instances listed = %d, want 2: %v", got, instancesAt(t, addrB, "crash-test"))
 	}
 
 	// One person, a connection on each process: a reply reaches both,
@@ -128,12 +129,12 @@ func TestTwoInstances(t *testing.T) {
 	killed := time.Now()
 	dead.kill(t)
 	if !waitUntil(10*time.Second, func() bool {
-		return telegramLeader(t, aliveAddr) == aliveAddr
+		return leaderAt(t, aliveAddr, "crash-test", "telegram") == aliveAddr
 	}) {
-		t.Fatalf("the surviving instance did not take Telegram over within 10 s: %v\n%s", instancesAt(t, aliveAddr), alive.log())
+		t.Fatalf("the surviving instance did not take Telegram over within 10 s: %v\n%s", instancesAt(t, aliveAddr, "crash-test"), alive.log())
 	}
 	t.Logf("Telegram polling taken over %v after the kill", time.Since(killed).Round(time.Millisecond))
-	if got := instancesAt(t, aliveAddr); len(got) != 1 {
+	if got := instancesAt(t, aliveAddr, "crash-test"); len(got) != 1 {
 		t.Errorf("instances after the kill = %v, want the survivor only", got)
 	}
 	push(2)
@@ -169,13 +170,14 @@ func TestTwoInstances(t *testing.T) {
 	}
 }
 
-// telegramLeader asks addr's instances list which instance leads the
-// Telegram bot, and returns its address ("" when none does).
-func telegramLeader(t *testing.T, addr string) string {
+// leaderAt asks addr's instances list (with the admin token) which
+// instance leads a bot on platform, and returns its address ("" when
+// none does).
+func leaderAt(t *testing.T, addr, token, platform string) string {
 	t.Helper()
-	for _, in := range instancesAt(t, addr) {
+	for _, in := range instancesAt(t, addr, token) {
 		for _, l := range in["leads"].([]any) {
-			if l := l.(map[string]any); l["platform"] == "telegram" && l["bot"] == "mattyatlas" {
+			if l.(map[string]any)["platform"] == platform {
 				return in["address"].(string)
 			}
 		}
@@ -184,9 +186,9 @@ func telegramLeader(t *testing.T, addr string) string {
 }
 
 // instancesAt lists GET /api/v1/instances at addr.
-func instancesAt(t *testing.T, addr string) []map[string]any {
+func instancesAt(t *testing.T, addr, token string) []map[string]any {
 	t.Helper()
-	status, body := apiGetAt(t, addr, "/api/v1/instances", "crash-test")
+	status, body := apiGetAt(t, addr, "/api/v1/instances", token)
 	if status != 200 {
 		t.Fatalf("GET /api/v1/instances: %d %v", status, body)
 	}
@@ -398,4 +400,61 @@ func TestPersonRateAcrossInstances(t *testing.T) {
 	expectMessage(c2)
 	c2.send(map[string]any{"type": "send", "bot": "mattyatlas", "text": "two", "client_id": "b1"})
 	c2.refusedWith("rate_limited", "b1")
+}
+
+// TestDiscordLeadAcrossInstances: of two gateways sharing a database,
+// one holds the Discord bot's gateway connection; when it shuts down the
+// other connects, and messages go on being answered once.
+func TestDiscordLeadAcrossInstances(t *testing.T) {
+	dc := discordtest.New(t)
+	dc.AddBot("lead-token", "8100", "finn")
+	t.Setenv("SB_LEAD_DB", pgtest.NewDatabase(t))
+	t.Setenv("SB_LEAD_DC", "lead-token")
+	dir := t.TempDir()
+	bots := fmt.Sprintf(`
+gateway:
+  listen: 127.0.0.1:0
+  database_env: SB_LEAD_DB
+bots:
+  - id: finnshipley
+    name: Finn Shipley
+    brain: {kind: script, default: 'Finn heard: {{.Text}}'}
+    platforms:
+      discord: {token_env: SB_LEAD_DC, api_url: %s, gateway_url: %s}
+`, dc.APIURL(), dc.GatewayURL())
+	os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots), 0o644)
+	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte("users: []\n"), 0o644)
+	m1 := startMain(t, dir)
+	m2 := startMain(t, dir)
+	ask := func(text string) {
+		t.Helper()
+		dc.Dispatch("lead-token", dc.DM("lead-token", discordtest.User{ID: "333", Username: "bo"}, text))
+		select {
+		case got := <-dc.Messages():
+			if got.Content != "Finn heard: "+text {
+				t.Fatalf("answer = %q, want to %q", got.Content, text)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q not answered", text)
+		}
+	}
+	ask("first")
+	if n := dc.Identifies("lead-token"); n != 1 {
+		t.Fatalf("%d gateway sessions identified, want 1 (one instance leads)", n)
+	}
+	// The leader goes; the other identifies within a few seconds.
+	leader := m1
+	if leaderAt(t, m2.Addr(), m2.AdminToken, "discord") == m2.Addr() {
+		leader = m2
+	}
+	leader.Close()
+	if !waitUntil(10*time.Second, func() bool { return dc.Identifies("lead-token") == 2 }) {
+		t.Fatalf("no take-over of the Discord connection: %d identifies", dc.Identifies("lead-token"))
+	}
+	ask("second")
+	select {
+	case extra := <-dc.Messages():
+		t.Fatalf("an extra message %+v", extra)
+	case <-time.After(300 * time.Millisecond):
+	}
 }
