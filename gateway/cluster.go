@@ -20,7 +20,8 @@ import (
 // (Telegram polling, the Discord gateway): exactly one at a time.
 type Leader interface {
 	// Lead blocks until this process leads bot on platform, or ctx ends
-	// (then it returns ctx's error). The context it returns ends when
+	// (then it returns ctx's error). A task that one process runs at a
+	// time (retention) is led with its name as platform and no bot. The context it returns ends when
 	// the lead is lost (the process lost its database connection, say);
 	// the lead is given up when ctx ends.
 	Lead(ctx context.Context, platform, bot string) (context.Context, error)

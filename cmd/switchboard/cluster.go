@@ -96,6 +96,25 @@ func (c *cluster) start(ctx, runCtx context.Context, m *Main) error {
 	return nil
 }
 
+// runLed runs job while this process leads the task named task (one
+// process at a time among those sharing a database), until ctx ends;
+// with no leader (SQLite) it just runs job.
+func runLed(ctx context.Context, leader gateway.Leader, task string, job func(context.Context) error) error {
+	if leader == nil {
+		return job(ctx)
+	}
+	for ctx.Err() == nil {
+		lead, err := leader.Lead(ctx, task, "")
+		if err != nil {
+			return nil
+		}
+		if err := job(lead); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // stopTakingOver ends the take-over loop and waits for it: a process
 // shutting down takes on no more work.
 func (c *cluster) stopTakingOver() {

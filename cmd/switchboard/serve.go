@@ -177,7 +177,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("discord platform", func() error { return m.discord.Run(runCtx, m.gw) })
 	m.goRun("telegram platform", func() error { return m.telegram.Run(runCtx, m.gw) })
 	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
-	m.goRun("retention", func() error { return m.retain.Run(runCtx) })
+	m.goRun("retention", func() error { return runLed(runCtx, m.cluster.leader(), "retention", m.retain.Run) })
 	m.watcher.Subscribe(m.reload)
 	if m.cluster != nil {
 		if err := m.cluster.start(ctx, runCtx, m); err != nil {

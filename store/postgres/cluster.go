@@ -213,13 +213,14 @@ func (m *Member) poke() {
 	}
 }
 
-// Leads lists the leads this instance holds.
+// Leads lists the bots' leads this instance holds (not those of tasks
+// such as retention, whose Lead names no bot).
 func (m *Member) Leads() []gateway.Lead {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []gateway.Lead
+	out := []gateway.Lead{}
 	for l, w := range m.wants {
-		if w.held != 0 {
+		if w.held != 0 && l.Bot != "" {
 			out = append(out, l)
 		}
 	}
