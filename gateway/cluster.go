@@ -120,13 +120,21 @@ func (g *Gateway) Noticed(n Notice) {
 	if g.shared == nil {
 		return
 	}
-	if n.Kind == NoticeMessage {
+	// What needs no reading is settled here, at once: most notices are
+	// of chats with no connection here.
+	var show Holder
+	switch n.Kind {
+	case NoticeEntry:
+		if !g.held(n.Platform, n.ChatID) {
+			return
+		}
+	case NoticeMessage:
 		if p, ok := g.platform(n.Platform); ok {
 			if r, ok := p.(RateSharer); ok {
 				r.SpentElsewhere(n.User)
 			}
 		}
-		if !n.Group {
+		if show = g.holder(n.Platform, n.ChatID); !n.Group || show == nil {
 			return
 		}
 	}
@@ -137,9 +145,6 @@ func (g *Gateway) Noticed(n Notice) {
 		defer cancel()
 		switch n.Kind {
 		case NoticeEntry:
-			if !g.held(n.Platform, n.ChatID) {
-				return
-			}
 			entries, err := g.shared.OutboxEntries(ctx, []int64{n.ID})
 			if err != nil {
 				g.log.Warn("cluster: an entry stored elsewhere could not be read", "entry", n.ID, "err", err)
@@ -147,16 +152,12 @@ func (g *Gateway) Noticed(n Notice) {
 			}
 			g.outbox.Enqueue(entries...)
 		case NoticeMessage:
-			h := g.holder(n.Platform, n.ChatID)
-			if h == nil {
-				return
-			}
 			m, err := g.shared.Message(ctx, n.ID)
 			if err != nil {
 				g.log.Warn("cluster: a message stored elsewhere could not be read", "message", n.ID, "err", err)
 				return
 			}
-			h.ShowInbound(m)
+			show.ShowInbound(m)
 		case NoticeDelegation:
 			d, err := g.store.Delegation(ctx, n.Delegation)
 			if err != nil {
