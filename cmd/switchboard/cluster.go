@@ -104,11 +104,15 @@ func runLed(ctx context.Context, leader gateway.Leader, task string, job func(co
 		return job(ctx)
 	}
 	for ctx.Err() == nil {
-		lead, err := leader.Lead(ctx, task, "")
+		held, release := context.WithCancel(ctx)
+		lead, err := leader.Lead(held, task, "")
 		if err != nil {
+			release()
 			return nil
 		}
-		if err := job(lead); err != nil {
+		err = job(lead)
+		release() // gives the lead up if it is still held
+		if err != nil {
 			return err
 		}
 	}

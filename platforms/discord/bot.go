@@ -185,12 +185,17 @@ func (c *botConn) run(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		c.p.reportState(c.cfg.BotID, gateway.LinkConnecting, nil)
-		lead, err := c.p.leader.Lead(ctx, gateway.PlatformDiscord, c.cfg.BotID)
+		// Each lead is asked for under a context of its own, ended when
+		// the connection closes, which gives the lead up if still held.
+		held, release := context.WithCancel(ctx)
+		lead, err := c.p.leader.Lead(held, gateway.PlatformDiscord, c.cfg.BotID)
 		if err != nil {
+			release()
 			return
 		}
 		c.log.Info("discord: this instance holds the bot's gateway connection")
 		c.connect(lead)
+		release()
 		if ctx.Err() == nil {
 			c.log.Warn("discord: lead lost; the bot's gateway connection is left to another instance")
 		}

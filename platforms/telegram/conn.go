@@ -158,12 +158,17 @@ func (c *conn) pollLed(ctx context.Context) {
 		return
 	}
 	for ctx.Err() == nil {
-		lead, err := c.p.leader.Lead(ctx, gateway.PlatformTelegram, c.cfg.BotID)
+		// Each lead is asked for under a context of its own, ended when
+		// polling stops, which gives the lead up if it is still held.
+		held, release := context.WithCancel(ctx)
+		lead, err := c.p.leader.Lead(held, gateway.PlatformTelegram, c.cfg.BotID)
 		if err != nil {
+			release()
 			return
 		}
 		c.log.Info("telegram: this instance polls the bot")
 		c.poll(lead)
+		release()
 		if ctx.Err() == nil {
 			c.log.Warn("telegram: lead lost; another instance polls the bot")
 		}
