@@ -258,24 +258,6 @@ func (s *Store) read(ctx context.Context, fn func(*txn) error) error {
 	return s.run(ctx, finishing, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
-// readBatch sends the queries queue puts in a batch in one round trip,
-// in a read-only transaction whose reads all see one snapshot, and runs
-// their callbacks. It is for reads that need no result of another to
-// be sent.
-func (s *Store) readBatch(ctx context.Context, queue func(*pgx.Batch)) error {
-	if err := s.gate.enter(ctx, finishing); err != nil {
-		return err
-	}
-	defer s.gate.leave()
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`)
-	queue(b)
-	b.Queue(`COMMIT`)
-	// A failed batch leaves its connection in the failed transaction;
-	// the pool closes such a connection rather than reuse it.
-	return s.pool.SendBatch(ctx, b).Close()
-}
-
 // writeBatch sends the statements queue puts in a batch in one round
 // trip, in a read-committed transaction, and runs their callbacks; like
 // write, it runs the batch again after a deadlock or serialization
