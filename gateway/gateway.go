@@ -75,6 +75,8 @@ type Gateway struct {
 	users      atomic.Pointer[identity.Directory]
 	delegation atomic.Pointer[DelegationSettings]
 	policy     *delegation.Policy
+	// binder makes each turn's actions (SetActions); none when nil.
+	binder atomic.Pointer[Binder]
 
 	platformsMu     sync.RWMutex
 	platforms       map[string]Platform

@@ -69,6 +69,7 @@ func Run(t *testing.T, f Factory) {
 		{"OutboxMarks", testOutboxMarks},
 		{"Delegations", testDelegations},
 		{"DelegationArtifacts", testDelegationArtifacts},
+		{"HelpFollowUp", testHelpFollowUp},
 		{"ArtifactsShown", testArtifactsShown},
 		{"ArtifactHolders", testArtifactHolders},
 		{"Rooms", testRooms},
