@@ -3,7 +3,6 @@ package gateway
 import (
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/chat"
-	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/sessions"
 )
 
@@ -31,10 +30,10 @@ type Actor struct {
 	Chat chat.Ref
 	// Sender is the person's platform ID in Chat, when known.
 	Sender string
-	// Parent is the delegation the turn works for (a hand-off or a help
-	// request): an action's own delegation is then one deeper. Nil for a
-	// turn on a person's message.
-	Parent *delegation.Record
+	// Delegation is the ID of the delegation record the turn works for
+	// (a hand-off, a help request or its follow-up): a delegation the
+	// turn starts is one deeper. "" for a turn on a person's message.
+	Delegation string
 }
 
 // Binder makes the actions of one turn, bound to its actor; it returns
@@ -64,13 +63,11 @@ func (g *Gateway) actions(bot *Bot, t sessions.Turn, where chat.Ref) brains.Acti
 
 // actor is the Actor of turn t of bot, whose reply goes to where.
 func (g *Gateway) actor(bot *Bot, t sessions.Turn, where chat.Ref) Actor {
-	a := Actor{Bot: bot.ID, User: g.turnUser(bot, t), Session: t.Ref.SessionID, Chat: where, Parent: t.Delegation}
+	a := Actor{Bot: bot.ID, User: g.turnUser(bot, t), Session: t.Ref.SessionID, Chat: where}
 	a.Sender = originSender(t, t.Delegation, where)
-	switch d := t.Delegation; {
-	case d != nil:
-		a.Space = SpaceOf(d.Origin, d.UserID)
-	default:
-		a.Space = SpaceOf(t.Message.Chat(), a.User.ID)
+	a.Space = SpaceOf(t.Message.Chat(), a.User.ID)
+	if d := t.Delegation; d != nil {
+		a.Delegation, a.Space = d.ID, SpaceOf(d.Origin, d.UserID)
 	}
 	return a
 }

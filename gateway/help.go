@@ -56,10 +56,13 @@ func (g *Gateway) RequestHelp(ctx context.Context, a Actor, bot, question string
 		return "", fmt.Errorf("%w: the asking bot %q is not configured", brains.ErrActionRefused, a.Bot)
 	}
 	depth, chain := 1, []string(nil)
-	if p := a.Parent; p != nil {
+	if a.Delegation != "" {
+		p, err := g.store.Delegation(ctx, a.Delegation)
+		if err != nil {
+			return "", fmt.Errorf("request_help: the turn's delegation: %w", err)
+		}
 		depth = p.Depth + 1
-		var err error
-		if chain, err = delegation.Chain(ctx, g.store, *p); err != nil {
+		if chain, err = delegation.Chain(ctx, g.store, p); err != nil {
 			return "", fmt.Errorf("request_help: %w", err)
 		}
 	}
@@ -68,9 +71,7 @@ func (g *Gateway) RequestHelp(ctx context.Context, a Actor, bot, question string
 		UserID: a.User.ID, UserName: a.User.Name, Task: question, Depth: depth, Status: delegation.StatusQueued,
 		Origin: a.Chat, OriginSender: a.Sender, FromSession: a.Session,
 	}
-	if a.Parent != nil {
-		rec.ParentID = a.Parent.ID
-	}
+	rec.ParentID = a.Delegation
 	h := sessions.Handoff{Record: rec}
 	target, known := roster.Bot(bot)
 	if !known {
