@@ -56,6 +56,10 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	// Until the reply is routed (after the brain, where the person is
 	// then), the chat of the message is where the bot works.
 	to := t.Message.Chat()
+	if text, ok := g.focusConfirmation(bot, t); ok {
+		o.Posts = append(o.Posts, g.post(bot, t, to, text, ""))
+		return o
+	}
 	if t.Message.From.Kind == chat.Human {
 		if text, hs, ok := g.handOffs(ctx, roster, bot, t, t.Text, nil, nil, to, false); ok {
 			// The acknowledgement carries the first hand-off's status.
