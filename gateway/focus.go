@@ -165,7 +165,7 @@ func (g *Gateway) focusConfirmation(bot *Bot, t sessions.Turn) (string, bool) {
 		who = m.From.Name
 	}
 	if cmd.unfocus {
-		return fmt.Sprintf("%s, you're no longer focused on me (%s): address a bot by name to talk to it here.", who, bot.Name), true
+		return fmt.Sprintf("OK %s: your messages here no longer come to me (%s); address a bot by name to talk to it.", who, bot.Name), true
 	}
-	return fmt.Sprintf("%s, you're focused on me (%s): your messages here come to me until you say /unfocus.", who, bot.Name), true
+	return fmt.Sprintf("Got it, %s: your messages here come to me (%s) until you say /unfocus.", who, bot.Name), true
 }

@@ -56,7 +56,7 @@ func said(t *testing.T, h *harness, bot, text string) {
 func TestFocusInRoom(t *testing.T) {
 	h, _ := focusRoom(t)
 	h.deliver(roomEvent("web-ann", "1", "/focus @Finn"))
-	said(t, h, "finnshipley", "ann, you're focused on me (Finn Shipley): your messages here come to me until you say /unfocus.")
+	said(t, h, "finnshipley", "Got it, ann: your messages here come to me (Finn Shipley) until you say /unfocus.")
 	h.deliver(roomEvent("web-ann", "2", "what now?"))
 	said(t, h, "finnshipley", "finnshipley: what now?")
 	h.deliver(roomEvent("web-bob", "3", "and me?"))
@@ -64,11 +64,11 @@ func TestFocusInRoom(t *testing.T) {
 	h.deliver(roomEvent("web-ann", "4", "@matty your view?"))
 	said(t, h, "mattyatlas", "mattyatlas: your view?")
 	h.deliver(roomEvent("web-ann", "5", "/focus Matty Atlas"))
-	said(t, h, "mattyatlas", "ann, you're focused on me (Matty Atlas): your messages here come to me until you say /unfocus.")
+	said(t, h, "mattyatlas", "Got it, ann: your messages here come to me (Matty Atlas) until you say /unfocus.")
 	h.deliver(roomEvent("web-ann", "6", "so?"))
 	said(t, h, "mattyatlas", "mattyatlas: so?")
 	h.deliver(roomEvent("web-ann", "7", "/unfocus"))
-	said(t, h, "mattyatlas", "ann, you're no longer focused on me (Matty Atlas): address a bot by name to talk to it here.")
+	said(t, h, "mattyatlas", "OK ann: your messages here no longer come to me (Matty Atlas); address a bot by name to talk to it.")
 	h.deliver(roomEvent("web-ann", "8", "anyone?"))
 	h.deliver(roomEvent("web-ann", "9", "/unfocus"))
 	quiet(t, h.plat)
@@ -77,7 +77,7 @@ func TestFocusInRoom(t *testing.T) {
 	h.deliver(roomEvent("web-ann", "10", "@shipper one more"))
 	said(t, h, "finnshipley", "finnshipley: one more")
 	h.deliver(roomEvent("web-ann", "11", "/focus"))
-	said(t, h, "finnshipley", "ann, you're focused on me (Finn Shipley): your messages here come to me until you say /unfocus.")
+	said(t, h, "finnshipley", "Got it, ann: your messages here come to me (Finn Shipley) until you say /unfocus.")
 
 	// A name that is no bot here focuses nobody and is answered by nobody.
 	h.deliver(roomEvent("web-bob", "12", "/focus nobody"))
@@ -124,7 +124,7 @@ func TestFocusPerBotCopies(t *testing.T) {
 		}
 	}
 	copies("1", "/focus@matty_bot finn")
-	if m := tg.next(t); m.Bot != "finnshipley" || !strings.Contains(m.Text, "you're focused on me (Finn Shipley)") {
+	if m := tg.next(t); m.Bot != "finnshipley" || !strings.Contains(m.Text, "come to me (Finn Shipley) until you say /unfocus") {
 		t.Fatalf("%s: %q", m.Bot, m.Text)
 	}
 	copies("2", "plain words")
@@ -132,7 +132,7 @@ func TestFocusPerBotCopies(t *testing.T) {
 		t.Fatalf("%s: %q", m.Bot, m.Text)
 	}
 	copies("3", "/unfocus")
-	if m := tg.next(t); m.Bot != "finnshipley" || !strings.Contains(m.Text, "no longer focused") {
+	if m := tg.next(t); m.Bot != "finnshipley" || !strings.Contains(m.Text, "no longer come to me (Finn Shipley)") {
 		t.Fatalf("%s: %q", m.Bot, m.Text)
 	}
 	copies("4", "plain again")

@@ -45,7 +45,7 @@ func TestFocusInWebRoom(t *testing.T) {
 		}
 	}
 	say(a, "1", "/focus finn")
-	if f := reply(a); f["bot"] != "finnshipley" || !strings.Contains(f["text"].(string), "you're focused on me (Finn Shipley)") {
+	if f := reply(a); f["bot"] != "finnshipley" || !strings.Contains(f["text"].(string), "your messages here come to me (Finn Shipley) until you say /unfocus") {
 		t.Fatalf("confirmation %v", f)
 	}
 	say(a, "2", "what should we ship?")
@@ -54,7 +54,7 @@ func TestFocusInWebRoom(t *testing.T) {
 	}
 	say(b, "3", "I'm not focused")
 	say(a, "4", "/unfocus")
-	if f := reply(a); f["bot"] != "finnshipley" || !strings.Contains(f["text"].(string), "no longer focused on me (Finn Shipley)") {
+	if f := reply(a); f["bot"] != "finnshipley" || !strings.Contains(f["text"].(string), "no longer come to me (Finn Shipley)") {
 		t.Fatalf("unfocus confirmation %v", f)
 	}
 	say(a, "5", "anyone?")
@@ -78,7 +78,7 @@ func TestFocusInTelegramGroup(t *testing.T) {
 	}
 	push("/focus@finn_bot Finn")
 	finn, err := tg.WaitSent("finn-tg-token", 1, 10*time.Second)
-	if err != nil || finn[0].ChatID != -200 || !strings.Contains(finn[0].Text, "Ann, you're focused on me (Finn Shipley)") {
+	if err != nil || finn[0].ChatID != -200 || !strings.Contains(finn[0].Text, "Got it, Ann: your messages here come to me (Finn Shipley)") {
 		t.Fatalf("Finn = %+v, %v", finn, err)
 	}
 	push("how is the roof?")
@@ -88,7 +88,7 @@ func TestFocusInTelegramGroup(t *testing.T) {
 	}
 	push("/unfocus")
 	finn, err = tg.WaitSent("finn-tg-token", 3, 10*time.Second)
-	if err != nil || !strings.Contains(finn[2].Text, "no longer focused") {
+	if err != nil || !strings.Contains(finn[2].Text, "no longer come to me (Finn Shipley)") {
 		t.Fatalf("Finn = %+v, %v", finn, err)
 	}
 	push("and the walls?")

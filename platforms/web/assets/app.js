@@ -1468,6 +1468,7 @@
       from_bot: d.from_bot ?? (prev && prev.from_bot),
       to_bot: d.to_bot ?? (prev && prev.to_bot),
       task: d.task ?? (prev && prev.task),
+      kind: d.kind ?? (prev && prev.kind),
       status: d.status || (prev && prev.status) || 'queued',
       depth: d.depth ?? (prev && prev.depth),
     });
@@ -1500,7 +1501,12 @@
       .sort((a, b) => b.order - a.order);
   }
 
-  function delegWho(d) { return `${botName(d.from_bot)} → ${botName(d.to_bot)}`; }
+  // A help request (kind "help") reads "Matty Atlas asked Finn Shipley";
+  // its answer is never shown, only its status.
+  function delegWho(d) {
+    if (d.kind === 'help') return `${botName(d.from_bot)} asked ${botName(d.to_bot)}`;
+    return `${botName(d.from_bot)} → ${botName(d.to_bot)}`;
+  }
 
   // Row text reads "Matty Atlas → Finn Shipley: build the login page · running".
   function delegationRow(rec) {
