@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-chat/switchboard/cliclient"
 	"github.com/switchboard-chat/switchboard/platforms/telegram/telegramtest"
 )
 
@@ -134,5 +135,21 @@ func TestAckQueued(t *testing.T) {
 	c.send(map[string]any{"type": "send", "bot": "slowpoke", "text": "again", "client_id": "e"})
 	if ack := c.expectAfter("ack"); ack["queued"] != float64(0) {
 		t.Errorf("ack once the queue is empty %v, want queued 0", ack)
+	}
+}
+
+// TestChatLineOfHelpRequest: the terminal names a help request's status
+// change as one, a hand-off's as a hand-off.
+func TestChatLineOfHelpRequest(t *testing.T) {
+	conn := &cliclient.Conn{Hello: cliclient.Frame{Bots: []cliclient.Bot{{ID: "finnshipley", Name: "Finn Shipley"}}}}
+	for kind, want := range map[string]string{
+		"help":    "[help request → Finn Shipley: done]",
+		"handoff": "[hand-off → Finn Shipley: done]",
+		"":        "[hand-off → Finn Shipley: done]",
+	} {
+		f := cliclient.Frame{Type: "delegation", Delegation: &cliclient.Delegation{Kind: kind, To: "finnshipley", Status: "done"}}
+		if got := chatLine(conn, f, "cli-ann"); got != want {
+			t.Errorf("kind %q: %q, want %q", kind, got, want)
+		}
 	}
 }
