@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -97,9 +98,9 @@ func New(opts Options) *Server {
 func (s *Server) URL() string { return s.url }
 
 // Open makes a token for one turn's actions and returns the endpoint,
-// the token and the function that ends it. end waits for the token's
-// calls in progress (cancelling them) and may be called more than once;
-// after it, the token gets 401.
+// the token and the function that ends it. end cancels the token's calls
+// in progress and waits for them (see closeWait); it may be called more
+// than once; after it, the token gets 401.
 func (s *Server) Open(actions brains.Actions) (url, token string, end func()) {
 	var raw [32]byte
 	rand.Read(raw[:])
@@ -170,11 +171,17 @@ type grant struct {
 	// ctx ends when the token does; calls in progress then stop.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// mu is held shared by each call and exclusively by close, so that
-	// no call runs once close returns.
-	mu     sync.RWMutex
+	// calls counts the calls in progress, which close waits for; mu
+	// guards closed, after which no call starts.
+	calls  sync.WaitGroup
+	mu     sync.Mutex
 	closed bool
 }
+
+// closeWait bounds how long ending a token waits for its calls in
+// progress, cancelled, to return: an action that ignores its context
+// cannot hold the turn's end for ever.
+const closeWait = 5 * time.Second
 
 func newGrant(actions brains.Actions, version string, log *slog.Logger) *grant {
 	g := &grant{actions: actions, log: log}
@@ -197,13 +204,16 @@ func newGrant(actions brains.Actions, version string, log *slog.Logger) *grant {
 // call is the tool handler of the action name.
 func (g *grant) call(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		g.mu.RLock()
-		defer g.mu.RUnlock()
 		res := &mcp.CallToolResult{}
+		g.mu.Lock()
 		if g.closed {
+			g.mu.Unlock()
 			res.SetError(errors.New("the turn has ended; its actions are closed"))
 			return res, nil
 		}
+		g.calls.Add(1)
+		g.mu.Unlock()
+		defer g.calls.Done()
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(g.ctx, cancel)
@@ -224,12 +234,20 @@ func (g *grant) call(name string) mcp.ToolHandler {
 	}
 }
 
-// close ends the grant: calls in progress are cancelled and waited for.
+// close ends the grant: no call starts after it, and calls in progress
+// are cancelled and waited for (at most closeWait).
 func (g *grant) close() {
-	g.cancel()
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
+	g.cancel()
+	done := make(chan struct{})
+	go func() { g.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		g.log.Warn("mcp: a tool call ignored the end of its turn; the turn ends without it")
+	}
 }
 
 // objectSchema checks that a spec's schema is a JSON object schema, as

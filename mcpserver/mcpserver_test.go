@@ -274,3 +274,26 @@ func TestEndCancelsCalls(t *testing.T) {
 		t.Fatal("the call did not end with its token")
 	}
 }
+
+// FuzzAuthorization: whatever the Authorization header, a request that
+// does not carry an open token is answered 401, and nothing panics.
+func FuzzAuthorization(f *testing.F) {
+	s := mcpserver.New(mcpserver.Options{URL: "http://127.0.0.1:9/mcp", Logger: slog.New(slog.DiscardHandler)})
+	_, token, end := s.Open(&fakeActions{bot: "matty"})
+	defer end()
+	for _, h := range []string{"", "Bearer", "Bearer ", "bearer " + mcpserver.TokenPrefix, "Bearer " + token + "x",
+		"Basic abc", "Bearer  " + mcpserver.TokenPrefix + "00", "Bearer\t" + token[:10], "Bearer " + strings.ToUpper(token)} {
+		f.Add(h)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
+		req.Header.Set("Authorization", header)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		scheme, rest, _ := strings.Cut(header, " ")
+		open := strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(rest) == token
+		if !open && rec.Code != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d, want 401", header, rec.Code)
+		}
+	})
+}
