@@ -52,6 +52,9 @@ type Server struct {
 	Conversations Conversations
 	// Platforms reports the bots' platform connections; nil lists none.
 	Platforms Platforms
+	// Instances lists the gateway processes sharing the database; nil
+	// lists none.
+	Instances Instances
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
 	// summarizes; nil answers that 503.
 	Metrics prometheus.Gatherer
@@ -86,6 +89,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/artifacts/{id}", s.artifact)
 	mux.HandleFunc("GET /api/v1/platforms", s.platforms)
 	mux.HandleFunc("GET /api/v1/health", s.health)
+	mux.HandleFunc("GET /api/v1/instances", s.instances)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})

@@ -173,6 +173,32 @@ var (
 	}
 )
 
+// Note records a hand-off another process admitted (several gateways
+// sharing a database tell each other of each new delegation), so that
+// the cooldown and the pair rate hold across all of them. It refuses
+// nothing: the other process decided.
+func (p *Policy) Note(from, to, user string, at time.Time, programmatic bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !programmatic {
+		key := [3]string{from, to, user}
+		if at.After(p.last[key]) {
+			p.last[key] = at
+		}
+	}
+	pk := pairKey(from, to, user)
+	ps := p.pairs[pk]
+	if ps == nil {
+		ps = &pairState{}
+		p.pairs[pk] = ps
+	}
+	now := p.now()
+	ps.times = slices.DeleteFunc(ps.times, func(t time.Time) bool { return now.Sub(t) >= p.limits.PairWindow })
+	if now.Sub(at) < p.limits.PairWindow {
+		ps.times = append(ps.times, at)
+	}
+}
+
 func pairKey(a, b, user string) [3]string {
 	if a > b {
 		a, b = b, a

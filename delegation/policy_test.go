@@ -165,3 +165,29 @@ func TestExcerpt(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyNotesOtherProcesses: hand-offs another process admitted count
+// here, for the cooldown (unless programmatic) and the pair rate.
+func TestPolicyNotesOtherProcesses(t *testing.T) {
+	c := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p := NewPolicy(DefaultLimits, c.now)
+	p.Note("a", "b", "u", c.t.Add(-5*time.Second), false)
+	if err := p.Admit(req("a", "b")); code(err) != RefusedCooldown {
+		t.Fatalf("after a hand-off elsewhere 5 s ago: %v, want cooldown", err)
+	}
+	p.Note("a", "c", "u", c.t, true) // the API's: no cooldown
+	if err := p.Admit(req("a", "c")); err != nil {
+		t.Fatalf("after a programmatic hand-off elsewhere: %v", err)
+	}
+
+	l := DefaultLimits
+	l.Cooldown = 0
+	q := NewPolicy(l, c.now)
+	for i := range 20 {
+		q.Note("x", "y", "u", c.t.Add(-time.Duration(i)*time.Second), false)
+	}
+	q.Note("x", "y", "u", c.t.Add(-2*time.Minute), false) // outside the window
+	if err := q.Admit(req("x", "y")); code(err) != RefusedPaused {
+		t.Fatalf("after 20 hand-offs elsewhere in the last minute: %v, want paused", err)
+	}
+}

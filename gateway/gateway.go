@@ -57,6 +57,9 @@ type Options struct {
 	Now func() time.Time
 	// Observer receives metrics events; none when nil.
 	Observer Observer
+	// Shared is set when other processes share the database (SPEC §11):
+	// see Noticed, Resync and TakeOver.
+	Shared SharedStore
 }
 
 // Gateway is the pipeline. Its configuration (the roster of bots, the
@@ -77,6 +80,11 @@ type Gateway struct {
 	policy     *delegation.Policy
 	// binder makes each turn's actions (SetActions); none when nil.
 	binder atomic.Pointer[Binder]
+
+	// shared is set on a database other processes share; bg holds the
+	// goroutines its notices start.
+	shared SharedStore
+	bg     sync.WaitGroup
 
 	platformsMu     sync.RWMutex
 	platforms       map[string]Platform
@@ -110,7 +118,7 @@ func New(opts Options) *Gateway {
 		opts.Observer = nopObserver{}
 	}
 	g := &Gateway{
-		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now,
+		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now, shared: opts.Shared,
 		platforms: make(map[string]Platform), started: make(chan struct{}),
 		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}
@@ -214,7 +222,10 @@ func (g *Gateway) Drain(ctx context.Context) error {
 
 // Flush waits until the outbox has nothing it can deliver now, or ctx
 // ends, then stops it. Undelivered entries stay stored.
-func (g *Gateway) Flush(ctx context.Context) error { return g.outbox.Close(ctx) }
+func (g *Gateway) Flush(ctx context.Context) error {
+	g.bg.Wait()
+	return g.outbox.Close(ctx)
+}
 
 // QueueDepth counts the turns not yet answered.
 func (g *Gateway) QueueDepth(ctx context.Context) (int, error) { return g.sessions.QueueDepth(ctx) }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/identity"
@@ -15,6 +16,19 @@ var _ Host = (*Gateway)(nil)
 // again.
 func (g *Gateway) Reachable(platform string, chatIDs ...string) {
 	g.outbox.Wake(platform, chatIDs...)
+	if g.shared == nil || len(chatIDs) == 0 {
+		return
+	}
+	// What another process could not deliver to these chats is
+	// delivered here.
+	chats := slices.Clone(chatIDs)
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), noticeTimeout)
+		defer cancel()
+		g.catchUp(ctx, platform, chats)
+	}()
 }
 
 // Bots implements Host.

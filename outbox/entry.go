@@ -95,8 +95,10 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // outbox shuts down: an entry whose delivery was not recorded is
 // delivered again on the next start.
 type Store interface {
-	// PendingOutbox lists the entries not yet delivered or given up, in
-	// the order they were stored.
+	// PendingOutbox lists the entries not yet delivered or given up that
+	// this process is to deliver, in the order they were stored: on a
+	// database several processes share, its own and those of processes
+	// that died, which it takes over.
 	PendingOutbox(ctx context.Context) ([]Entry, error)
 	// MarkSent records a delivery, as the platform's message ID (which
 	// may be empty).

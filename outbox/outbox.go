@@ -114,8 +114,16 @@ func (o *Outbox) Enqueue(entries ...Entry) {
 
 // insert puts e in its place, by the order its message was stored in
 // (entries stored concurrently may arrive out of order). The head of a
-// running lane is being delivered and keeps its place.
+// running lane is being delivered and keeps its place. An entry the lane
+// holds already (queued again from the store: on a database several
+// processes share, a chat's undelivered entries are read when its
+// recipient connects) is not added twice.
 func (l *lane) insert(e Entry) {
+	for _, have := range l.items {
+		if have.OutboxID == e.OutboxID && e.OutboxID != 0 {
+			return
+		}
+	}
 	first := 0
 	if l.running {
 		first = 1

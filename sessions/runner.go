@@ -57,6 +57,10 @@ const (
 	retryMax = 5 * time.Second
 )
 
+// waitRecheck is how often a turn waiting for another asks the store
+// again.
+const waitRecheck = time.Second
+
 // Runner answers stored turns: one at a time per session, in the order
 // they were stored, and sessions in parallel. The queue is the store:
 // Wake only says that a session may have turns, and the session's worker
@@ -175,8 +179,14 @@ func (r *Runner) work(session string) {
 				return
 			}
 		case r.waits(t):
+			// The turn waited for may run in another process sharing
+			// the database, whose end this one does not hear of: look
+			// again every so often too.
+			recheck := time.NewTimer(waitRecheck)
 			select {
 			case <-ended:
+				recheck.Stop()
+			case <-recheck.C:
 			case <-r.ctx.Done():
 				r.leave(session)
 				return

@@ -63,12 +63,16 @@ var ErrNotFound = errors.New("not found")
 
 // Store holds the sessions' turns: it is the runner's queue.
 type Store interface {
-	// PendingSessions lists the sessions with turns not yet answered,
-	// the one with the oldest such turn first.
+	// PendingSessions lists the sessions with turns not yet answered
+	// that this process may run, the one with the oldest such turn
+	// first.
 	PendingSessions(ctx context.Context) ([]string, error)
 	// NextTurn loads the oldest unanswered turn of a session, with at
 	// most historyLimit messages of the session's history before it;
-	// ok is false when the session has none.
+	// ok is false when the session has none. On a store several
+	// processes share, it is also the claim: a session's turns go to one
+	// process at a time (ok is false for the others while it has turns),
+	// so that they run one at a time, in order.
 	NextTurn(ctx context.Context, sessionID string, historyLimit int) (t Turn, ok bool, err error)
 	// CompleteTurn stores an outcome and marks its turn done, all in one
 	// transaction. Completing a turn that is done already stores nothing

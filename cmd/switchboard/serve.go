@@ -78,8 +78,11 @@ type Main struct {
 	brains   brainSet
 	retain   *retention.Job
 	mcp      *mcpserver.Server
-	srv      *http.Server
-	ln       net.Listener
+	// cluster is set on a PostgreSQL database: this process's place
+	// among the gateways sharing it (cluster.go).
+	cluster *cluster
+	srv     *http.Server
+	ln      net.Listener
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -131,7 +134,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	m.obs = newObserver()
 	m.retain = retention.NewJob(m.store, retentionPolicy(cfg), retention.Options{Logger: m.Logger})
-	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs})
+	if m.cluster, err = joinCluster(ctx, m.store, instanceAddress(m.ln.Addr())); err != nil {
+		return err
+	}
+	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
+		Shared: m.cluster.shared()})
 	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
 	m.brains.workRoot = filepath.Join(workBase(cfg), "switchboard-work")
 	m.mcp = mcpserver.New(mcpserver.Options{URL: mcpURL(m.ln.Addr()), Version: version, Logger: m.Logger})
@@ -142,8 +149,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// Platforms are configured (by apply) before the gateway starts, so
 	// replies left in the outbox find their bots.
 	m.links = newLinkBoard()
-	m.discord = discord.New(discord.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformDiscord)})
-	m.telegram = telegram.New(telegram.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformTelegram)})
+	m.discord = discord.New(discord.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformDiscord), Leader: m.cluster.leader()})
+	m.telegram = telegram.New(telegram.Options{Logger: m.Logger, Report: m.links.report(gateway.PlatformTelegram), Leader: m.cluster.leader()})
 	if err := m.apply(cfg); err != nil {
 		return err
 	}
@@ -157,7 +164,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),
@@ -174,8 +181,13 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.goRun("discord platform", func() error { return m.discord.Run(runCtx, m.gw) })
 	m.goRun("telegram platform", func() error { return m.telegram.Run(runCtx, m.gw) })
 	m.goRun("config watcher", func() error { return m.watcher.Run(runCtx) })
-	m.goRun("retention", func() error { return m.retain.Run(runCtx) })
+	m.goRun("retention", func() error { return runLed(runCtx, m.cluster.leader(), "retention", m.retain.Run) })
 	m.watcher.Subscribe(m.reload)
+	if m.cluster != nil {
+		if err := m.cluster.start(ctx, runCtx, m); err != nil {
+			return err
+		}
+	}
 	if err := m.gw.Start(ctx); err != nil {
 		return err
 	}
@@ -289,6 +301,9 @@ func (m *Main) adminToken() (generated bool) {
 // connections itself), stop the HTTP server, close the store. Work that
 // does not finish in time stays stored and resumes on the next start.
 func (m *Main) Close() error {
+	if m.cluster != nil {
+		m.cluster.stopTakingOver()
+	}
 	if m.gw != nil {
 		m.gw.StopIntake()
 		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // The phases of a run. Each starts the servers it needs (a fresh process,
@@ -102,18 +104,28 @@ func (f *loadFigures) add(o loadFigures) {
 // measureLoad runs the throughput phase against s, and the fixed-rate
 // phase after it when open is set.
 func (b *bench) measureLoad(ctx context.Context, s *server, hello, open bool) (loadFigures, error) {
+	return b.measureSpread(ctx, []*server{s}, hello, open)
+}
+
+// measureSpread is measureLoad with the connections spread evenly over
+// servers (gateways sharing one database); their CPU use is summed.
+func (b *bench) measureSpread(ctx context.Context, servers []*server, hello, open bool) (loadFigures, error) {
 	var f loadFigures
-	b.progress("%s: closed loop, %d connections, %s", s.name, b.opts.conns, b.opts.duration)
-	conns, err := dialAll(ctx, s.addr, b.opts.conns, hello)
+	name := servers[0].name
+	if len(servers) > 1 {
+		name = fmt.Sprintf("%d %ss", len(servers), name)
+	}
+	b.progress("%s: closed loop, %d connections, %s", name, b.opts.conns, b.opts.duration)
+	conns, err := dialSpread(ctx, servers, b.opts.conns, hello)
 	if err != nil {
 		return f, err
 	}
-	u0, err := readUsage(s)
+	u0, err := readUsageAll(servers)
 	if err != nil {
 		return f, err
 	}
 	f.closed = closedLoop(conns, "mattyatlas", newSchedule(b.opts.duration/5, b.opts.duration-b.opts.duration/5))
-	u1, err := readUsage(s)
+	u1, err := readUsageAll(servers)
 	if err != nil {
 		return f, err
 	}
@@ -122,25 +134,64 @@ func (b *bench) measureLoad(ctx context.Context, s *server, hello, open bool) (l
 	if !open {
 		return f, nil
 	}
-	if f.settle, err = s.waitIdle(10 * time.Second); err != nil {
-		return f, err
+	for _, s := range servers {
+		settle, err := s.waitIdle(10 * time.Second)
+		if err != nil {
+			return f, err
+		}
+		f.settle = max(f.settle, settle)
 	}
 
-	b.progress("%s: open loop, %.0f msg/s over %d connections, %s", s.name, b.opts.rate, b.opts.rateConns, b.opts.duration)
-	conns, err = dialAll(ctx, s.addr, b.opts.rateConns, hello)
+	b.progress("%s: open loop, %.0f msg/s over %d connections, %s", name, b.opts.rate, b.opts.rateConns, b.opts.duration)
+	conns, err = dialSpread(ctx, servers, b.opts.rateConns, hello)
 	if err != nil {
 		return f, err
 	}
-	if u0, err = readUsage(s); err != nil {
+	if u0, err = readUsageAll(servers); err != nil {
 		return f, err
 	}
 	f.open = openLoop(conns, "mattyatlas", b.opts.rate, b.opts.duration)
-	if u1, err = readUsage(s); err != nil {
+	if u1, err = readUsageAll(servers); err != nil {
 		return f, err
 	}
 	f.openUse = u1.since(u0)
 	closeAll(conns)
 	return f, nil
+}
+
+// dialSpread opens n connections, spread evenly over servers.
+func dialSpread(ctx context.Context, servers []*server, n int, hello bool) ([]*websocket.Conn, error) {
+	var conns []*websocket.Conn
+	for i, s := range servers {
+		k := n / len(servers)
+		if i < n%len(servers) {
+			k++
+		}
+		c, err := dialAll(ctx, s.addr, k, hello)
+		if err != nil {
+			closeAll(conns)
+			return nil, err
+		}
+		conns = append(conns, c...)
+	}
+	return conns, nil
+}
+
+// readUsageAll reads the machine, this process and servers, whose CPU
+// time is summed as the server's.
+func readUsageAll(servers []*server) (usage, error) {
+	u, err := readUsage(servers[0])
+	if err != nil {
+		return u, err
+	}
+	for _, s := range servers[1:] {
+		t, err := s.cpuTime()
+		if err != nil {
+			return u, err
+		}
+		u.server += t
+	}
+	return u, nil
 }
 
 // webLoad measures throughput and latency through /ws, the echo server

@@ -32,35 +32,98 @@ const poolConns = 8
 // postgresLoad runs the web phase's load (one closed loop, then the
 // fixed rate) against a gateway whose store is PostgreSQL: the throwaway
 // server of scripts/ensure-postgres.sh (or $SWITCHBOARD_TEST_POSTGRES),
-// with a new database for the run. Its figures stand beside the web
-// phase's SQLite ones.
+// with a new database for the run; then against two gateways sharing a
+// new database, the connections spread over both. Its figures stand
+// beside the web phase's SQLite ones.
 func (b *bench) postgresLoad(ctx context.Context) error {
 	server, err := postgresServer(ctx)
 	if err != nil {
 		return err
 	}
-	b.progress("postgres: a new database on %s", redact(server))
-	dbURL, drop, err := newDatabase(ctx, server)
+	one, err := b.onPostgres(ctx, server, 1)
 	if err != nil {
 		return err
 	}
+	two, err := b.onPostgres(ctx, server, 2)
+	if err != nil {
+		return err
+	}
+	st := b.web.closed.throughput()
+	base := func(s string) string {
+		if b.web.closed.completed == 0 {
+			return "—"
+		}
+		return "SQLite " + s
+	}
+	for _, x := range []struct {
+		label string
+		f     *loadFigures
+	}{{"PostgreSQL", &one}, {"PostgreSQL, two instances", &two}} {
+		pt := x.f.closed.throughput()
+		b.rows = append(b.rows,
+			row{
+				name:     "throughput /ws (script brain, " + x.label + ")",
+				value:    rate(pt),
+				baseline: base(fmt.Sprintf("%s (this = %s)", rate(st), share(pt, st))),
+				target:   "—", verdict: "—",
+			},
+			row{
+				name:     "latency p50 / p99 at that load (" + x.label + ")",
+				value:    ms(quantile(x.f.closed.latencies, 0.5)) + " / " + ms(quantile(x.f.closed.latencies, 0.99)),
+				baseline: base(ms(quantile(b.web.closed.latencies, 0.5)) + " / " + ms(quantile(b.web.closed.latencies, 0.99))),
+				target:   "—", verdict: "—",
+			},
+			row{
+				name:     fmt.Sprintf("latency p50 / p99 at %s msg/s offered (%s)", thousands(int64(b.opts.rate)), x.label),
+				value:    openLatency(&x.f.open),
+				baseline: base(openLatency(&b.web.open)),
+				target:   "—", verdict: "—",
+			},
+		)
+		if n := x.f.closed.answers; n > 0 {
+			b.note("%s: the gateways used %.1f CPU-seconds in the closed loop, %.0f µs per answered message; the machine's CPUs were %s (PostgreSQL's processes are in the rest).",
+				x.label, x.f.closedUse.server.Seconds(), microsEach(x.f.closedUse.server, n), x.f.closedUse.split("gateways", "load client"))
+		}
+	}
+	b.note("postgres: gateways on a throwaway PostgreSQL on this machine (scripts/ensure-postgres.sh: fsync, synchronous_commit and full_page_writes off), each run in a new database (so its first seconds run before any statistics), each gateway through a pool of %d connections (pool_max_conns: the server shares this machine's CPUs); one closed loop and the fixed load; with two instances the connections are spread evenly over both, every reply is announced to the other (LISTEN/NOTIFY) and sessions are leased. The SQLite figures beside them are the web phase's. Every statement is a round trip between two processes and all of it shares this machine's CPUs, so two instances here measure the cost of coordination, not the gain of a second machine.", poolConns)
+	return nil
+}
+
+// onPostgres runs the load against n gateways sharing a new database on
+// server.
+func (b *bench) onPostgres(ctx context.Context, pgServer string, n int) (loadFigures, error) {
+	var f loadFigures
+	b.progress("postgres: a new database on %s for %d gateway(s)", redact(pgServer), n)
+	dbURL, drop, err := newDatabase(ctx, pgServer)
+	if err != nil {
+		return f, err
+	}
 	defer drop()
 	if dbURL, err = withPool(dbURL, poolConns); err != nil {
-		return err
+		return f, err
 	}
 	bots := func(listen string) string {
 		return strings.Replace(scriptBots(listen), "  database: bench.db\n", "  database_env: "+dbEnv+"\n", 1)
 	}
-	gs, err := startGateway(ctx, b.bin, b.tmp, bots, dbEnv+"="+dbURL)
-	if err != nil {
-		return err
+	var gws []*server
+	defer func() {
+		for _, gs := range gws {
+			if stopErr := gs.stop(); stopErr != nil {
+				b.note("gateway shutdown after postgres: %v", stopErr)
+			}
+		}
+	}()
+	for range n {
+		gs, err := startGateway(ctx, b.bin, b.tmp, bots, dbEnv+"="+dbURL)
+		if err != nil {
+			return f, err
+		}
+		gws = append(gws, gs)
 	}
-	f, err := b.measureLoad(ctx, gs, true, true)
-	if stopErr := gs.stop(); stopErr != nil {
-		b.note("gateway shutdown after postgres: %v", stopErr)
-	}
+	what := fmt.Sprintf("PostgreSQL (%d gateways)", n)
+	f, err = b.measureSpread(ctx, gws, true, true)
 	if err != nil {
-		return fmt.Errorf("gateway on PostgreSQL: %w\n%s", err, gs.logTail())
+		return f, fmt.Errorf("%s: %w\n%s", what, err, gws[0].logTail())
 	}
 	for _, x := range []struct {
 		who string
@@ -68,50 +131,18 @@ func (b *bench) postgresLoad(ctx context.Context) error {
 	}{{"closed loop", &f.closed}, {"open loop", &f.open}} {
 		switch {
 		case x.r.failures > 0:
-			b.fail("PostgreSQL "+x.who, fmt.Errorf("%d failed messages, e.g. %v", x.r.failures, x.r.firstFailure))
+			b.fail(what+" "+x.who, fmt.Errorf("%d failed messages, e.g. %v", x.r.failures, x.r.firstFailure))
 		case x.r.completed == 0 && (x.r == &f.closed || x.r.unanswered == 0):
-			b.fail("PostgreSQL "+x.who, errNoAnswers)
+			b.fail(what+" "+x.who, errNoAnswers)
 		}
 	}
 	if f.open.unanswered > 0 {
 		// Past the store's rate the queue grows for the whole phase:
 		// what was measured is how long the sends had waited by then.
-		b.note("postgres: %s msg/s offered is more than the PostgreSQL gateway answers; %s of its measured messages were still unanswered 5 s after the phase, so its latencies are lower bounds (the wait so far).",
-			thousands(int64(b.opts.rate)), thousands(int64(f.open.unanswered)))
+		b.note("%s: %s msg/s offered is more than it answers; %s of its measured messages were still unanswered 5 s after the phase, so its latencies are lower bounds (the wait so far).",
+			what, thousands(int64(b.opts.rate)), thousands(int64(f.open.unanswered)))
 	}
-	pt, st := f.closed.throughput(), b.web.closed.throughput()
-	base := func(s string) string {
-		if b.web.closed.completed == 0 {
-			return "—"
-		}
-		return "SQLite " + s
-	}
-	b.rows = append(b.rows,
-		row{
-			name:     "throughput /ws (script brain, PostgreSQL)",
-			value:    rate(pt),
-			baseline: base(fmt.Sprintf("%s (PostgreSQL = %s)", rate(st), share(pt, st))),
-			target:   "—", verdict: "—",
-		},
-		row{
-			name:     "latency p50 / p99 at that load (PostgreSQL)",
-			value:    ms(quantile(f.closed.latencies, 0.5)) + " / " + ms(quantile(f.closed.latencies, 0.99)),
-			baseline: base(ms(quantile(b.web.closed.latencies, 0.5)) + " / " + ms(quantile(b.web.closed.latencies, 0.99))),
-			target:   "—", verdict: "—",
-		},
-		row{
-			name:     fmt.Sprintf("latency p50 / p99 at %s msg/s offered (PostgreSQL)", thousands(int64(b.opts.rate))),
-			value:    openLatency(&f.open),
-			baseline: base(openLatency(&b.web.open)),
-			target:   "—", verdict: "—",
-		},
-	)
-	if n := f.closed.answers; n > 0 {
-		b.note("postgres: the gateway used %.1f CPU-seconds in its closed loop, %.0f µs per answered message; the machine's CPUs were %s (PostgreSQL's processes are in the rest).",
-			f.closedUse.server.Seconds(), microsEach(f.closedUse.server, n), f.closedUse.split("gateway", "load client"))
-	}
-	b.note("postgres: one gateway on a throwaway PostgreSQL on this machine (scripts/ensure-postgres.sh: fsync, synchronous_commit and full_page_writes off) in a new database (so its first seconds run before any statistics), through a pool of %d connections (pool_max_conns: the server shares this machine's CPUs); one closed loop and the fixed load; the SQLite figures beside it are the web phase's. Every statement is a round trip between two processes, so the figures fall further than SQLite's when the machine is busy (see the load average above). Several instances on one database are not built yet.", poolConns)
-	return nil
+	return f, nil
 }
 
 // postgresServer returns the URL of a server where a database may be

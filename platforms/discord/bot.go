@@ -166,15 +166,11 @@ func (c *botConn) finished() bool {
 	return c.state == connFinished
 }
 
-// run keeps the gateway connected until ctx ends, then closes it.
+// run keeps the gateway connected until ctx ends, then closes it. Of
+// several processes sharing a database, only the one leading the bot
+// (Options.Leader) connects it; the others send through REST only.
 func (c *botConn) run(ctx context.Context) {
-	// kill closes every socket of this connection at once; graceful
-	// closing goes through the session first.
-	killCtx, kill := context.WithCancel(context.Background())
-	defer kill()
-	c.s.Dialer = newDialer(killCtx)
 	defer c.shutdown()
-
 	if prev := c.prev; prev != nil {
 		c.prev = nil // let the old connection be collected
 		select {
@@ -183,6 +179,41 @@ func (c *botConn) run(ctx context.Context) {
 			return
 		}
 	}
+	if c.p.leader == nil {
+		c.connect(ctx)
+		return
+	}
+	for ctx.Err() == nil {
+		c.p.reportState(c.cfg.BotID, gateway.LinkConnecting, nil)
+		// Each lead is asked for under a context of its own, ended when
+		// the connection closes, which gives the lead up if still held.
+		held, release := context.WithCancel(ctx)
+		lead, err := c.p.leader.Lead(held, gateway.PlatformDiscord, c.cfg.BotID)
+		if err != nil {
+			release()
+			return
+		}
+		c.log.Info("discord: this instance holds the bot's gateway connection")
+		c.connect(lead)
+		release()
+		if ctx.Err() == nil {
+			c.log.Warn("discord: lead lost; the bot's gateway connection is left to another instance")
+		}
+	}
+}
+
+// connect keeps the gateway connected until ctx ends, then closes it.
+func (c *botConn) connect(ctx context.Context) {
+	// kill closes every socket of this connection at once; graceful
+	// closing goes through the session first.
+	killCtx, kill := context.WithCancel(context.Background())
+	defer kill()
+	defer func() {
+		if err := c.s.Close(); err != nil {
+			c.log.Debug("discord close", "err", err)
+		}
+	}()
+	c.s.Dialer = newDialer(killCtx)
 	wait := minReconnect
 	c.p.reportState(c.cfg.BotID, gateway.LinkConnecting, nil)
 	for {

@@ -44,6 +44,9 @@ type Options struct {
 	// connected once the gateway session is open, failing with the error
 	// of a failed connect (a refused token stays failing).
 	Report gateway.LinkReport
+	// Leader, when set, decides which of several processes sharing a
+	// database holds each bot's gateway connection (the others send through REST); nil: this one holds every bot's.
+	Leader gateway.Leader
 }
 
 // BotConfig is one bot's Discord settings.
@@ -77,6 +80,7 @@ type Platform struct {
 	timeout time.Duration
 	pacer   *pacer
 	report  gateway.LinkReport
+	leader  gateway.Leader
 
 	mu   sync.Mutex
 	bots map[string]*botConn // Switchboard bot ID → connection
@@ -120,6 +124,7 @@ func New(opts Options) *Platform {
 		log:     opts.Logger.With("platform", gateway.PlatformDiscord),
 		timeout: opts.RequestTimeout,
 		report:  opts.Report,
+		leader:  opts.Leader,
 		pacer:   newPacer(opts.Pace, opts.Now),
 		bots:    make(map[string]*botConn),
 		users:   make(map[string]string),

@@ -144,7 +144,35 @@ func (c *conn) run(ctx context.Context, host gateway.Host) {
 		return
 	}
 	c.setState(gateway.LinkConnected, nil)
-	c.poll(ctx) // returns when ctx ends
+	c.pollLed(ctx)
+}
+
+// pollLed polls while this process leads the bot (Options.Leader), until
+// ctx ends: of several processes sharing a database, one polls a bot.
+// One that takes over starts from the updates Telegram has not had
+// confirmed, which may repeat a few the other stored; the store keeps
+// each message once.
+func (c *conn) pollLed(ctx context.Context) {
+	if c.p.leader == nil {
+		c.poll(ctx) // returns when ctx ends
+		return
+	}
+	for ctx.Err() == nil {
+		// Each lead is asked for under a context of its own, ended when
+		// polling stops, which gives the lead up if it is still held.
+		held, release := context.WithCancel(ctx)
+		lead, err := c.p.leader.Lead(held, gateway.PlatformTelegram, c.cfg.BotID)
+		if err != nil {
+			release()
+			return
+		}
+		c.log.Info("telegram: this instance polls the bot")
+		c.poll(lead)
+		release()
+		if ctx.Err() == nil {
+			c.log.Warn("telegram: lead lost; another instance polls the bot")
+		}
+	}
 }
 
 // retry calls fn until it succeeds or ctx ends, waiting between tries

@@ -54,6 +54,9 @@ type Options struct {
 	// (getMe, then setWebhook or the first poll), failing with the
 	// error of a failed call while the bot retries.
 	Report gateway.LinkReport
+	// Leader, when set, decides which of several processes sharing a
+	// database holds each bot's polling (the others send, and take webhook calls); nil: this one holds every bot's.
+	Leader gateway.Leader
 }
 
 // BotConfig is one bot's Telegram connection.
@@ -89,6 +92,7 @@ type Platform struct {
 	retryWait   time.Duration
 	pacer       *pacer
 	report      gateway.LinkReport
+	leader      gateway.Leader
 
 	mu         sync.Mutex
 	conns      map[string]*conn // by bot ID
@@ -135,6 +139,7 @@ func New(opts Options) *Platform {
 		sendTimeout: opts.SendTimeout,
 		retryWait:   opts.RetryWait,
 		report:      opts.Report,
+		leader:      opts.Leader,
 		pacer:       newPacer(opts.Limits.withDefaults(), opts.Now),
 		conns:       make(map[string]*conn),
 		offsets:     make(map[string]int64),

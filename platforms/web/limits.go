@@ -141,19 +141,9 @@ func (s *rateSet) take(key string, now time.Time) (undo *rate.Reservation, ok bo
 	if s.limit <= 0 {
 		return nil, true
 	}
-	b := s.buckets[key]
+	b := s.bucket(key, now)
 	if b == nil {
-		if now.Sub(s.swept) >= sweepEvery || (len(s.buckets) >= maxRateKeys && now.Sub(s.swept) >= fullSweepGap) {
-			s.sweep(now)
-		}
-		if len(s.buckets) >= maxRateKeys {
-			return nil, false
-		}
-		if s.buckets == nil {
-			s.buckets = make(map[string]*rate.Limiter)
-		}
-		b = rate.NewLimiter(s.limit, s.burst)
-		s.buckets[key] = b
+		return nil, false
 	}
 	r := b.ReserveN(now, 1)
 	if !r.OK() || r.DelayFrom(now) > 0 {
@@ -161,6 +151,40 @@ func (s *rateSet) take(key string, now time.Time) (undo *rate.Reservation, ok bo
 		return nil, false
 	}
 	return r, true
+}
+
+// bucket returns key's bucket, made if the set has room (nil if not).
+// Callers hold mu.
+func (s *rateSet) bucket(key string, now time.Time) *rate.Limiter {
+	b := s.buckets[key]
+	if b != nil {
+		return b
+	}
+	if now.Sub(s.swept) >= sweepEvery || (len(s.buckets) >= maxRateKeys && now.Sub(s.swept) >= fullSweepGap) {
+		s.sweep(now)
+	}
+	if len(s.buckets) >= maxRateKeys {
+		return nil
+	}
+	if s.buckets == nil {
+		s.buckets = make(map[string]*rate.Limiter)
+	}
+	b = rate.NewLimiter(s.limit, s.burst)
+	s.buckets[key] = b
+	return b
+}
+
+// spend takes a token from key's bucket at now for a message another
+// process took: it is spent, even if that leaves the bucket in debt.
+func (s *rateSet) spend(key string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.limit <= 0 {
+		return
+	}
+	if b := s.bucket(key, now); b != nil {
+		b.ReserveN(now, 1)
+	}
 }
 
 // sweep drops the buckets that are full at now. Callers hold mu.

@@ -97,6 +97,9 @@ func Copy(ctx context.Context, from, to string, log *slog.Logger) ([]Count, erro
 		if err := d.migrate(ctx, log); err != nil {
 			return nil, err
 		}
+		if err := d.mustBeIdle(ctx); err != nil {
+			return nil, err
+		}
 	}
 	in, err := src.open()
 	if err != nil {
@@ -139,7 +142,35 @@ func Copy(ctx context.Context, from, to string, log *slog.Logger) ([]Count, erro
 	if err := wtx.Commit(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", dst, err)
 	}
+	if dst.postgres {
+		// Statistics now, rather than at autovacuum's first visit: a
+		// gateway started on the copy plans with them at once.
+		if _, err := out.ExecContext(ctx, `ANALYZE`); err != nil {
+			log.Warn("db copy: ANALYZE of the target failed; autovacuum runs it later", "err", err)
+		}
+	}
 	return counts, nil
+}
+
+// mustBeIdle checks that no gateway runs on d, when d can tell: a
+// PostgreSQL database lists its live instances.
+func (d db) mustBeIdle(ctx context.Context) error {
+	if !d.postgres {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, d.name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", d, err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM instances WHERE switchboard_alive(id)`).Scan(&n); err != nil {
+		return fmt.Errorf("%s: %w", d, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%s: %d gateway(s) are running on it (GET /api/v1/instances lists them); stop every gateway before copying", d, n)
+	}
+	return nil
 }
 
 // snapshot is the isolation level under which a transaction's reads see

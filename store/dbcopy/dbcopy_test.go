@@ -76,6 +76,19 @@ func TestRoundTrip(t *testing.T) {
 	if pending, err := p.PendingOutbox(ctx); err != nil || len(pending) != 2 {
 		t.Errorf("pending outbox after the copy = %+v, %v", pending, err)
 	}
+	// A gateway running on a database: a copy from it is refused.
+	m, err := p.Join(ctx, "gw:8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { m.Run(runCtx); close(ran) }()
+	if _, err := Copy(ctx, pg, filepath.Join(dir, "d.db"), nil); err == nil || !strings.Contains(err.Error(), "gateway(s) are running") {
+		t.Errorf("a copy from a database a gateway runs on: %v, want refused", err)
+	}
+	stop()
+	<-ran
 	p.Close()
 
 	// Into a target with data: refused, nothing changed.

@@ -77,16 +77,89 @@ func (s *Store) OutboxPending(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// PendingOutbox implements outbox.Store. Entries are listed in the
-// order of their messages, read from one snapshot.
+// PendingOutbox implements outbox.Store: the undelivered entries this
+// process is to deliver, in the order of their messages. They are its
+// own and those stored by processes that died (or by none, such as a
+// copy's), which it takes over.
 func (s *Store) PendingOutbox(ctx context.Context) ([]outbox.Entry, error) {
+	if _, err := s.takeOverOutbox(ctx); err != nil {
+		return nil, fmt.Errorf("store: pending outbox: %w", err)
+	}
+	out, err := s.entries(ctx, `o.status = 'pending' AND o.owner = $1`, s.instance)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending outbox: %w", err)
+	}
+	return out, nil
+}
+
+// OrphanedOutbox takes over the undelivered entries of processes that
+// died since, and returns them in the order of their messages: unlike
+// PendingOutbox it never returns what this process had already.
+func (s *Store) OrphanedOutbox(ctx context.Context) ([]outbox.Entry, error) {
+	ids, err := s.takeOverOutbox(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	out, err := s.entries(ctx, `o.id = ANY($1) AND o.status = 'pending'`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: orphaned outbox: %w", err)
+	}
+	return out, nil
+}
+
+// takeOverOutbox makes this process the owner of the undelivered entries
+// of processes that died (or of none), and returns their IDs.
+func (s *Store) takeOverOutbox(ctx context.Context) ([]int64, error) {
+	var ids []int64
+	err := s.pooled(ctx).each(`WITH live AS (SELECT id FROM instances WHERE switchboard_alive(id) AND id != $1)
+		UPDATE outbox SET owner = $1 WHERE status = 'pending' AND owner IS DISTINCT FROM $1
+			AND (owner IS NULL OR owner NOT IN (SELECT id FROM live))
+		RETURNING id`, []any{s.instance}, func(rows pgx.Rows) error {
+		var id int64
+		err := rows.Scan(&id)
+		ids = append(ids, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: take over outbox: %w", err)
+	}
+	return ids, nil
+}
+
+// OutboxEntries returns the outbox entries with the given IDs, whatever
+// their status, in the order of their messages: another process stored
+// them and this one's connections may have to show them.
+func (s *Store) OutboxEntries(ctx context.Context, ids []int64) ([]outbox.Entry, error) {
+	out, err := s.entries(ctx, `o.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("store: outbox entries: %w", err)
+	}
+	return out, nil
+}
+
+// PendingEntries returns the undelivered entries of some chats of a
+// platform, whichever process stored them, in the order of their
+// messages: a person who connects to this process gets what another
+// one could not deliver.
+func (s *Store) PendingEntries(ctx context.Context, platform string, chatIDs []string) ([]outbox.Entry, error) {
+	out, err := s.entries(ctx, `o.status = 'pending' AND o.platform = $1 AND o.chat_id = ANY($2)`, platform, chatIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending entries: %w", err)
+	}
+	return out, nil
+}
+
+// entries reads the outbox entries matching where (a condition on o, the
+// outbox, with args), with their messages, hand-offs and artifacts, from
+// one snapshot, in the order of their messages.
+func (s *Store) entries(ctx context.Context, where string, args ...any) ([]outbox.Entry, error) {
 	var out []outbox.Entry
 	err := s.read(ctx, func(t *txn) error {
 		out = nil
 		var delegations []string // the delegation of each entry's message
 		err := t.each(`SELECT o.id, o.attempts, o.parts_sent, `+messageColumns+`
 			FROM outbox o JOIN messages m ON m.id = o.message_id LEFT JOIN conversations c ON c.id = m.conversation_id
-			WHERE o.status = 'pending' ORDER BY o.message_id, o.id`, nil, func(rows pgx.Rows) error {
+			WHERE `+where+` ORDER BY o.message_id, o.id`, args, func(rows pgx.Rows) error {
 			var m chat.Message
 			var id int64
 			var attempt, partsSent int
@@ -127,10 +200,7 @@ func (s *Store) PendingOutbox(ctx context.Context) ([]outbox.Entry, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("store: pending outbox: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // MarkSent implements outbox.Store. A platform's message ID is kept,
@@ -152,10 +222,12 @@ func (s *Store) MarkAttempt(ctx context.Context, outboxID int64, reason string) 
 		`UPDATE outbox SET attempts = attempts + 1, last_error = $1, updated_at = $2 WHERE id = $3`, reason)
 }
 
-// MarkFailed implements outbox.Store.
+// MarkFailed implements outbox.Store. An entry another process delivered
+// meanwhile stays delivered.
 func (s *Store) MarkFailed(ctx context.Context, outboxID int64, reason string) error {
 	return s.mark(ctx, "mark failed", outboxID, "",
-		`UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $1, updated_at = $2 WHERE id = $3`, reason)
+		`UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $1, updated_at = $2
+			WHERE id = $3 AND status = 'pending'`, reason)
 }
 
 // mark runs update (whose parameters are value, the time and the entry's

@@ -65,13 +65,28 @@ type Store struct {
 	// commitFault makes the next commit report a failure after it took
 	// effect (tests).
 	commitFault atomic.Bool
+	// instance names this gateway process among those sharing the
+	// database (cluster.go): it holds session leases and owns outbox
+	// entries under this name.
+	instance string
+	// connConfig makes the process's dedicated connections (cluster.go),
+	// whose errors have secret hidden.
+	connConfig *pgx.ConnConfig
+	secret     string
 }
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	logger *slog.Logger
+	logger   *slog.Logger
+	instance string
+}
+
+// WithInstance names the gateway process the store works for (see
+// Store.Join); without it the store makes up a name of its own.
+func WithInstance(id string) Option {
+	return func(o *options) { o.instance = id }
 }
 
 // WithLogger sets where the store logs (the migrations it applies).
@@ -113,7 +128,15 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
-	s := &Store{where: describe(cfg.ConnConfig), log: o.logger, gate: newGate(int(cfg.MaxConns))}
+	if o.instance == "" {
+		o.instance = NewInstanceID()
+	}
+	// Every connection says whose it is: what it stores in the outbox is
+	// that instance's to deliver, and its announcements carry the name
+	// (migrations/0002_cluster.sql).
+	cfg.ConnConfig.RuntimeParams["switchboard.instance"] = o.instance
+	s := &Store{where: describe(cfg.ConnConfig), log: o.logger, gate: newGate(int(cfg.MaxConns)), instance: o.instance,
+		connConfig: cfg.ConnConfig.Copy(), secret: secret}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, hide(fmt.Errorf("store: PostgreSQL %s: %w", s.where, err), secret)
@@ -251,6 +274,28 @@ func (s *Store) readBatch(ctx context.Context, queue func(*pgx.Batch)) error {
 	// A failed batch leaves its connection in the failed transaction;
 	// the pool closes such a connection rather than reuse it.
 	return s.pool.SendBatch(ctx, b).Close()
+}
+
+// writeBatch sends the statements queue puts in a batch in one round
+// trip, in a read-committed transaction, and runs their callbacks; like
+// write, it runs the batch again after a deadlock or serialization
+// failure, so queue must reset what its callbacks set.
+func (s *Store) writeBatch(ctx context.Context, queue func(*pgx.Batch)) error {
+	if err := s.gate.enter(ctx, finishing); err != nil {
+		return err
+	}
+	defer s.gate.leave()
+	var err error
+	for try := 0; try < maxTries; try++ {
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN`)
+		queue(b)
+		b.Queue(`COMMIT`)
+		if err = s.pool.SendBatch(ctx, b).Close(); !retryable(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // run runs fn in a transaction with opts, for work of class c (gate.go),

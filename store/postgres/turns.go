@@ -13,11 +13,15 @@ import (
 	"github.com/switchboard-chat/switchboard/sessions"
 )
 
-// PendingSessions implements sessions.Store.
+// PendingSessions implements sessions.Store: the sessions with turns
+// that this process may run, those whose lease is free, its own, or
+// held by a process that died.
 func (s *Store) PendingSessions(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.pooled(ctx).each(`SELECT session_id FROM turns WHERE status = 'pending'
-		GROUP BY session_id ORDER BY MIN(id)`, nil, func(rows pgx.Rows) error {
+	err := s.pooled(ctx).each(`WITH live AS (SELECT id FROM instances WHERE switchboard_alive(id) AND id != $1)
+		SELECT t.session_id FROM turns t JOIN sessions s ON s.id = t.session_id
+		WHERE t.status = 'pending' AND (s.lease_owner IS NULL OR s.lease_owner NOT IN (SELECT id FROM live))
+		GROUP BY t.session_id ORDER BY MIN(t.id)`, []any{s.instance}, func(rows pgx.Rows) error {
 		var id string
 		err := rows.Scan(&id)
 		out = append(out, id)
@@ -38,35 +42,45 @@ func (s *Store) QueueDepth(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// NextTurn implements sessions.Store: the turn and its history are read
-// from one snapshot, in one round trip (a batch with its own BEGIN and
-// COMMIT), and a hand-off's turn then reads its delegation, whose task,
-// parties and inputs never change once stored. It reads and changes
-// nothing: a turn is settled by CompleteTurn, which stores the answer of
-// a turn once however often it is run.
+// NextTurn implements sessions.Store. A session's turns run on one
+// gateway process at a time, the holder of the session's lease
+// (sessions.lease_owner): NextTurn takes the lease when it is free or its
+// holder died, finds no turn while another live process holds it, and
+// gives it back when the session has no turn left. It does all of that,
+// and reads the turn with its history, in one transaction sent in one
+// round trip (a batch), under the lock of the session's row that queuing
+// a turn takes too: a turn queued meanwhile is either seen here or
+// queued after the lease was given back, and then its process takes it.
+// A hand-off's turn then reads its delegation, whose task, parties and
+// inputs never change once stored.
 func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int) (sessions.Turn, bool, error) {
 	var turn sessions.Turn
 	var found bool
 	var delegationID string
-	err := s.readBatch(ctx, func(b *pgx.Batch) {
-		args := clean([]any{sessionID})
+	err := s.writeBatch(ctx, func(b *pgx.Batch) {
+		turn, found, delegationID = sessions.Turn{}, false, ""
+		args := clean([]any{sessionID, s.instance})
+		b.Queue(`SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, args[0])
+		b.Queue(claimLease, args...)
 		b.Queue(turnQuery, args...).QueryRow(func(row pgx.Row) error {
 			var err error
 			turn, delegationID, found, err = scanTurn(row)
 			return err
 		})
 		if historyLimit > 0 {
-			b.Queue(`WITH t AS (SELECT message_id FROM turns WHERE session_id = $1 AND status = 'pending' ORDER BY id LIMIT 1)
+			b.Queue(`WITH t AS (SELECT t.message_id FROM turns t JOIN sessions s ON s.id = t.session_id
+					WHERE t.session_id = $1 AND t.status = 'pending' AND s.lease_owner = $2 ORDER BY t.id LIMIT 1)
 				SELECT `+historyColumns+`
 				FROM t, session_messages sm JOIN messages m ON m.id = sm.message_id
 				WHERE sm.session_id = $1 AND sm.message_id != t.message_id
 					AND (sm.message_id < t.message_id OR m.from_kind != 'human')
-				ORDER BY sm.message_id DESC LIMIT $2`, append(args, historyLimit)...).Query(func(rows pgx.Rows) error {
+				ORDER BY sm.message_id DESC LIMIT $3`, append(args, historyLimit)...).Query(func(rows pgx.Rows) error {
 				var err error
 				turn.History, err = scanHistory(rows)
 				return err
 			})
 		}
+		b.Queue(releaseLease, args...)
 	})
 	if err == nil && found && delegationID != "" {
 		err = s.read(ctx, func(t *txn) error {
@@ -87,14 +101,24 @@ func (s *Store) NextTurn(ctx context.Context, sessionID string, historyLimit int
 	return turn, true, nil
 }
 
-// turnQuery reads a session's oldest unanswered turn ($1), as scanTurn
-// reads it.
+// claimLease takes session $1's lease for instance $2 when nobody holds
+// it or its holder died (switchboard_alive, which is only asked then).
+const claimLease = `UPDATE sessions SET lease_owner = $2 WHERE id = $1 AND lease_owner IS DISTINCT FROM $2
+	AND CASE WHEN lease_owner IS NULL THEN true ELSE NOT switchboard_alive(lease_owner) END`
+
+// releaseLease gives session $1's lease back when instance $2 holds it
+// and the session has no turn left.
+const releaseLease = `UPDATE sessions SET lease_owner = NULL WHERE id = $1 AND lease_owner = $2
+	AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = $1 AND status = 'pending')`
+
+// turnQuery reads a session's oldest unanswered turn ($1) when
+// instance $2 holds its lease, as scanTurn reads it.
 const turnQuery = `SELECT t.id, t.text, COALESCE(t.after_turn, 0),
 	COALESCE((SELECT a.id FROM turns a WHERE a.id = t.after_turn AND a.status = 'pending'), 0),
 	COALESCE(t.delegation_id, ''), ` + sessionColumns + `, ` + messageColumns + `
 	FROM turns t JOIN sessions s ON s.id = t.session_id JOIN messages m ON m.id = t.message_id
 	LEFT JOIN conversations c ON c.id = m.conversation_id
-	WHERE t.session_id = $1 AND t.status = 'pending' ORDER BY t.id LIMIT 1`
+	WHERE t.session_id = $1 AND t.status = 'pending' AND s.lease_owner = $2 ORDER BY t.id LIMIT 1`
 
 // scanTurn reads a row of turnQuery: the turn without its delegation
 // and history, and its delegation's ID; no row is found false.

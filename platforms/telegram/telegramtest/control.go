@@ -121,6 +121,14 @@ func (s *Server) Polling(token string) bool {
 	return s.bot(token).polling > 0
 }
 
+// Conflicts counts the bot's getUpdates calls that a newer one ended
+// with 409: more than one poller of the bot at a time.
+func (s *Server) Conflicts(token string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bot(token).conflicts
+}
+
 // Pending counts the bot's updates not yet confirmed by getUpdates.
 func (s *Server) Pending(token string) int {
 	s.mu.Lock()

@@ -67,6 +67,7 @@ func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, token string
 	for {
 		switch {
 		case gen != b.pollGen:
+			b.conflicts++
 			writeError(w, http.StatusConflict, conflictPoller, 0)
 			return
 		case b.webhook.URL != "":

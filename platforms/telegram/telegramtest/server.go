@@ -73,6 +73,7 @@ type botState struct {
 	nextID    int64
 	pollGen   int // bumped per getUpdates; an older waiter ends with 409
 	polling   int // getUpdates requests waiting
+	conflicts int // getUpdates ended by a newer one (two pollers)
 	webhook   WebhookInfo
 	sent      []SentMessage
 	actions   []ChatAction
