@@ -56,6 +56,9 @@ type Turn struct {
 	GroupHistory []Entry
 	// Delegation is set when the turn is a task handed over by another bot.
 	Delegation *Delegation
+	// Help is set when the turn answers another bot's help request, or
+	// is the asking bot's follow-up to the answer (SPEC §10.3).
+	Help *Help
 	// Team lists the bots this bot may hand work to.
 	Team []Mate
 	// Context holds extra blocks the gateway injects into the prompt
@@ -119,6 +122,29 @@ type Delegation struct {
 	// Expected are the outputs the delegation requires, by name.
 	Expected []Expected
 }
+
+// Help describes a help request (SPEC §10.3) to the two turns it makes.
+// On the helper's turn it is the question, From naming the bot that asks,
+// and Turn.Text is the question; the answer is never shown to the person.
+// On the asking bot's follow-up turn From names the bot that answered,
+// Answer is set, and Turn.Text is the answer; that turn's reply goes to
+// the chat the request came from.
+type Help struct {
+	ID string
+	// From and FromID name the other bot of the request: the asking bot
+	// on the helper's turn, the helper on the follow-up.
+	From     string
+	FromID   string
+	Question string
+	// Answer is the helper's answer, on the follow-up turn only.
+	Answer string
+	// Wrapper is the request as the gateway framed it for the helper
+	// (HELP REQUEST FROM …), on the helper's turn only.
+	Wrapper string
+}
+
+// Answered reports whether h is the asking bot's follow-up.
+func (h *Help) Answered() bool { return h != nil && h.Answer != "" }
 
 // Expected is an output a delegated task must produce.
 type Expected struct {

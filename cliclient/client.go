@@ -43,7 +43,9 @@ type Party struct {
 
 // Delegation is a hand-off's status as frames carry it.
 type Delegation struct {
-	ID     string `json:"id"`
+	ID string `json:"id"`
+	// Kind is "handoff" or "help" (a help request).
+	Kind   string `json:"kind,omitempty"`
 	From   string `json:"from_bot"`
 	To     string `json:"to_bot"`
 	Task   string `json:"task"`

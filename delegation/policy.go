@@ -45,6 +45,9 @@ type Request struct {
 	// exists to stop chatty chains, not scripted callers; the pair rate
 	// limit still applies.
 	Programmatic bool
+	// Help says the request is for help (KindHelp), which only changes
+	// the words of a refusal: the limits are those of a hand-off.
+	Help bool
 }
 
 // Refusal codes.
@@ -105,21 +108,25 @@ func (p *Policy) Admit(r Request) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l, now := p.limits, p.now()
+	w := handoffWords
+	if r.Help {
+		w = helpWords
+	}
 	switch {
 	case r.Public:
-		return &Refusal{RefusedPublic, "Hand-offs are not available with public bots."}
+		return &Refusal{RefusedPublic, w.public}
 	case !r.Allowed:
-		return &Refusal{RefusedAllow, fmt.Sprintf("I'm not allowed to hand work to %s.", r.ToName)}
+		return &Refusal{RefusedAllow, fmt.Sprintf(w.allow, r.ToName)}
 	case r.From == r.To || slices.Contains(r.Chain, r.To):
 		chain := strings.Join(append(append([]string(nil), r.Chain...), r.From, r.To), " → ")
-		return &Refusal{RefusedLoop, fmt.Sprintf("I won't hand this to %s: that would loop back (%s).", r.ToName, chain)}
+		return &Refusal{RefusedLoop, fmt.Sprintf(w.loop, r.ToName, chain)}
 	case r.Depth > l.MaxDepth:
-		return &Refusal{RefusedDepth, fmt.Sprintf("I can't hand this on to %s: the chain of hand-offs would be %d deep and the limit is %d.", r.ToName, r.Depth, l.MaxDepth)}
+		return &Refusal{RefusedDepth, fmt.Sprintf(w.depth, r.ToName, r.Depth, l.MaxDepth)}
 	}
 	key := [3]string{r.From, r.To, r.User}
 	if last, ok := p.last[key]; ok && !r.Programmatic && now.Sub(last) < l.Cooldown {
 		wait := l.Cooldown - now.Sub(last)
-		return &Refusal{RefusedCooldown, fmt.Sprintf("I handed %s a task for you moments ago; I can hand over another in %s.", r.ToName, roundUp(wait))}
+		return &Refusal{RefusedCooldown, fmt.Sprintf(w.cooldown, r.ToName, roundUp(wait))}
 	}
 	pk := pairKey(r.From, r.To, r.User)
 	ps := p.pairs[pk]
@@ -128,19 +135,43 @@ func (p *Policy) Admit(r Request) error {
 		p.pairs[pk] = ps
 	}
 	if now.Before(ps.pausedUntil) {
-		return &Refusal{RefusedPaused, fmt.Sprintf("Hand-offs between %s and %s are paused for %s: too many in the last minute.", r.FromName, r.ToName, roundUp(ps.pausedUntil.Sub(now)))}
+		return &Refusal{RefusedPaused, fmt.Sprintf(w.paused, r.FromName, r.ToName, roundUp(ps.pausedUntil.Sub(now)))}
 	}
 	// Forget hand-offs outside the window, then count this one.
 	ps.times = slices.DeleteFunc(ps.times, func(t time.Time) bool { return now.Sub(t) >= l.PairWindow })
 	if l.PairBurst > 0 && len(ps.times) >= l.PairBurst {
 		ps.pausedUntil = now.Add(l.PairPause)
 		ps.times = nil
-		return &Refusal{RefusedPaused, fmt.Sprintf("Hand-offs between %s and %s are paused for %s: too many in the last minute.", r.FromName, r.ToName, roundUp(l.PairPause))}
+		return &Refusal{RefusedPaused, fmt.Sprintf(w.paused, r.FromName, r.ToName, roundUp(l.PairPause))}
 	}
 	ps.times = append(ps.times, now)
 	p.last[key] = now
 	return nil
 }
+
+// words are the sentences of refusals, for hand-offs or help requests.
+type words struct {
+	public, allow, loop, depth, cooldown, paused string
+}
+
+var (
+	handoffWords = words{
+		public:   "Hand-offs are not available with public bots.",
+		allow:    "I'm not allowed to hand work to %s.",
+		loop:     "I won't hand this to %s: that would loop back (%s).",
+		depth:    "I can't hand this on to %s: the chain of hand-offs would be %d deep and the limit is %d.",
+		cooldown: "I handed %s a task for you moments ago; I can hand over another in %s.",
+		paused:   "Hand-offs between %s and %s are paused for %s: too many in the last minute.",
+	}
+	helpWords = words{
+		public:   "Help requests are not available with public bots.",
+		allow:    "I'm not allowed to ask %s for help.",
+		loop:     "I won't ask %s for help: that would loop back (%s).",
+		depth:    "I can't ask %s for help: the chain of requests would be %d deep and the limit is %d.",
+		cooldown: "I asked %s for you moments ago; I can ask again in %s.",
+		paused:   "Requests between %s and %s are paused for %s: too many in the last minute.",
+	}
+)
 
 // Note records a hand-off another process admitted (several gateways
 // sharing a database tell each other of each new delegation), so that

@@ -71,12 +71,14 @@ func (r Record) Finished() bool {
 
 // Ref is the record's short form, as the widget shows it.
 func (r Record) Ref() *Ref {
-	return &Ref{ID: r.ID, From: r.From, To: r.To, Task: r.Task, Status: r.Status, Depth: r.Depth}
+	return &Ref{ID: r.ID, Kind: r.Kind, From: r.From, To: r.To, Task: r.Task, Status: r.Status, Depth: r.Depth}
 }
 
 // Ref is a delegation's status as watchers see it.
 type Ref struct {
-	ID     string `json:"id"`
+	ID string `json:"id"`
+	// Kind is KindHandoff or KindHelp.
+	Kind   string `json:"kind,omitempty"`
 	From   string `json:"from_bot"`
 	To     string `json:"to_bot"`
 	Task   string `json:"task"`

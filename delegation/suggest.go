@@ -22,6 +22,11 @@ func (p *Parser) closest(name string) string {
 	return best
 }
 
+// Closest returns the ID of the parser's bot whose name is within two
+// edits of name ("" when none is close enough): the "did you mean" of a
+// name that addresses no bot.
+func (p *Parser) Closest(name string) string { return p.closest(name) }
+
 // editDistance is the Levenshtein distance between a and b, in runes.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)

@@ -34,6 +34,25 @@ func Wrapper(fromName, userName, task string, context []Line) string {
 	return sb.String()
 }
 
+// HelpWrapper is the message the helper's session receives for a help
+// request (SPEC §10.3).
+func HelpWrapper(fromName, userName, question string) string {
+	return fmt.Sprintf("HELP REQUEST FROM %s\nUser: %s\nQuestion: %s\n\nAnswer %s; your answer is not shown to the user.",
+		strings.ToUpper(fromName), userName, question, fromName)
+}
+
+// HelpCallback is the system message the asking bot's session receives
+// with the helper's answer; the asking bot then gets a turn on it.
+func HelpCallback(toID, question, answer string) string {
+	return fmt.Sprintf("[Bot @%s answered] Question: %s Answer: %s", toID, question, answer)
+}
+
+// HelpFailedCallback is the system message for a help request that
+// failed.
+func HelpFailedCallback(toID, question, reason string) string {
+	return fmt.Sprintf("[Bot @%s failed to answer] Question: %s Error: %s", toID, question, reason)
+}
+
 // Callback is the system message the asking bot's session receives when
 // the target finishes (SPEC §5 step 4).
 func Callback(toID, task, result string) string {

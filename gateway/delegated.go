@@ -40,7 +40,7 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 		timeout = bot.Timeout
 	}
 	stop := g.startTyping(to.Platform, bot.ID, to.ID)
-	reply, err := g.think(ctx, bot, t, timeout)
+	reply, err := g.think(ctx, bot, t, timeout, to)
 	stop()
 	if ctx.Err() != nil {
 		return o
@@ -111,10 +111,7 @@ func (g *Gateway) failDelegation(o sessions.Outcome, roster *Roster, d delegatio
 // there was none), has the asking bot post notice there.
 func (g *Gateway) callBack(o sessions.Outcome, roster *Roster, d delegation.Record, answeredIn chat.Ref, note, notice string) sessions.Outcome {
 	if d.FromSession != "" {
-		o.Notes = append(o.Notes, sessions.Note{Session: d.FromSession, Message: chat.Message{
-			Kind: chat.KindSystem, From: chat.Party{Kind: chat.System, ID: d.To, Name: "delegation"},
-			UserID: d.UserID, Bot: d.From, Text: note, Time: g.now(), DelegationID: d.ID,
-		}})
+		o.Notes = append(o.Notes, g.callbackNote(d, note))
 	}
 	from, ok := roster.Bot(d.From)
 	if d.Origin.ID == "" || !ok || (answeredIn.Platform == d.Origin.Platform && answeredIn.ID == d.Origin.ID) {
@@ -128,6 +125,15 @@ func (g *Gateway) callBack(o sessions.Outcome, roster *Roster, d delegation.Reco
 		Text: notice, Time: g.now(), DelegationID: d.ID,
 	}})
 	return o
+}
+
+// callbackNote is the system message with text that tells the asking
+// bot's session how d ended.
+func (g *Gateway) callbackNote(d delegation.Record, text string) sessions.Note {
+	return sessions.Note{Session: d.FromSession, Message: chat.Message{
+		Kind: chat.KindSystem, From: chat.Party{Kind: chat.System, ID: d.To, Name: "delegation"},
+		UserID: d.UserID, Bot: d.From, Text: text, Time: g.now(), DelegationID: d.ID,
+	}}
 }
 
 // checkOutputs compares a reply's artifacts with a delegation's expected
@@ -152,7 +158,11 @@ func (g *Gateway) settleOpenDelegations(ctx context.Context) error {
 	}
 	roster := g.roster.Load()
 	for _, d := range open {
-		o := g.failDelegation(sessions.Outcome{}, roster, d, "it was interrupted by a restart before it could start")
+		reason := "it was interrupted by a restart before it could start"
+		o := g.failDelegation(sessions.Outcome{}, roster, d, reason)
+		if d.Kind == delegation.KindHelp {
+			o = g.failHelp(ctx, g.log, sessions.Outcome{}, roster, d, reason)
+		}
 		done, err := g.sessions.CompleteTurn(ctx, o)
 		if err != nil {
 			return err

@@ -52,8 +52,13 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		}
 	}
 	var turns []sessions.Request
+	var focused *FocusKey
 	if !ev.Sender.IsBot {
 		addrs, err := g.addressed(ctx, ev, roster, present)
+		if err == nil && ev.ChatType == chat.Group {
+			// A person's focus in the group (SPEC §10.3).
+			addrs, focused, err = g.applyFocus(ctx, ev, roster, present, addrs)
+		}
 		if err != nil {
 			return Receipt{}, fmt.Errorf("deliver: %w", err)
 		}
@@ -67,11 +72,17 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 		}
 	}
 
-	res, err := g.store.AppendInbound(ctx, Inbound{Message: inboundMessage(ev, user), ChatName: ev.ChatName, Turns: turns})
+	res, err := g.store.AppendInbound(ctx, Inbound{Message: inboundMessage(ev, user), ChatName: ev.ChatName, Turns: turns, Focused: focused})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("deliver: %w", err)
 	}
 	rec := Receipt{MessageID: res.Message.ID, Time: res.Message.Time, Duplicate: res.Duplicate}
+	if len(res.Turns) > 0 {
+		rec.Turn = true
+		if len(res.Ahead) > 0 {
+			rec.Queued = res.Ahead[0]
+		}
+	}
 	if ev.OnStored != nil {
 		ev.OnStored(rec)
 	}

@@ -78,6 +78,8 @@ type Gateway struct {
 	users      atomic.Pointer[identity.Directory]
 	delegation atomic.Pointer[DelegationSettings]
 	policy     *delegation.Policy
+	// binder makes each turn's actions (SetActions); none when nil.
+	binder atomic.Pointer[Binder]
 
 	// shared is set on a database other processes share; bg holds the
 	// goroutines its notices start.

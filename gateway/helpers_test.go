@@ -95,6 +95,8 @@ type harness struct {
 	platform gateway.Platform
 	// obs, when set, is the gateway's Observer.
 	obs gateway.Observer
+	// now, when set, is the gateway's clock.
+	now func() time.Time
 }
 
 func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
@@ -115,7 +117,7 @@ func (h *harness) open(bots ...*gateway.Bot) {
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	h.gw = gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: logger, Observer: h.obs})
+	h.gw = gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: logger, Observer: h.obs, Now: h.now})
 	h.gw.SetRoster(gateway.NewRoster(bots))
 	if h.platform != nil {
 		h.gw.AddPlatform(h.platform)

@@ -123,6 +123,12 @@ type Receipt struct {
 	Time      time.Time
 	// Duplicate is true when the event had been stored before.
 	Duplicate bool
+	// Turn says that the message started a turn (a bot owes it an
+	// answer), and Queued how many turns of that turn's session are ahead
+	// of it, the running one included: 0 when it runs now (SPEC §10.3).
+	// For a message addressed to several bots they are those of the first.
+	Turn   bool
+	Queued int
 }
 
 // BotInfo is the public face of a bot.

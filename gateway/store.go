@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
@@ -69,6 +70,27 @@ type Store interface {
 	// StartDelegations stores delegations made outside a turn (the API)
 	// and returns the turns it queued.
 	StartDelegations(ctx context.Context, hs []sessions.Handoff) ([]sessions.TurnRef, error)
+	// Focus returns the focus of a person in a group chat (SPEC §10.3);
+	// ok is false when they have none. It does not judge its age.
+	Focus(ctx context.Context, k FocusKey) (f Focus, ok bool, err error)
+	// SetFocus focuses k's person on bot as of at, replacing a focus
+	// they had; bot "" ends their focus.
+	SetFocus(ctx context.Context, k FocusKey, bot string, at time.Time) error
+}
+
+// FocusKey names a person's focus: one person (a platform ID) in one
+// group chat.
+type FocusKey struct {
+	Platform string
+	ChatID   string
+	Person   string
+}
+
+// Focus is the bot a person focused in a group chat, and when they last
+// spoke there (or focused it).
+type Focus struct {
+	Bot  string
+	Seen time.Time
 }
 
 // SessionStore holds the sessions: their turns, for the runner, and what
@@ -94,6 +116,10 @@ type Inbound struct {
 	// the bots were addressed: each after the first waits for the one
 	// before it.
 	Turns []sessions.Request
+	// Focused, when set, is the focus of the message's sender in its
+	// chat: its Seen time becomes the message's (a focus lasts while its
+	// person speaks there). A focus that is gone is left so.
+	Focused *FocusKey
 }
 
 // InboundResult is what AppendInbound stored.
@@ -103,6 +129,10 @@ type InboundResult struct {
 	Duplicate bool
 	// Turns are the turns the message queued.
 	Turns []sessions.TurnRef
+	// Ahead holds, for each of Turns, how many unanswered turns of its
+	// session were stored before it: the turns it waits for, the running
+	// one included (SPEC §10.3's ack.queued).
+	Ahead []int
 }
 
 // Person names one person to the store's room calls. Membership is per

@@ -34,9 +34,13 @@ func (g *Gateway) answer(ctx context.Context, t sessions.Turn) (sessions.Outcome
 	case !known:
 		// The bot was removed from bots.yaml after the message came.
 		log.Warn("turn for a bot no longer configured; closed without reply", "bot", t.Session.Key.Bot)
-		if d := t.Delegation; d != nil {
+		if d := t.Delegation; d != nil && !isFollowUp(t.Session.Key.Bot, t) {
 			o = g.failDelegation(o, roster, *d, "the bot is no longer configured")
 		}
+	case isFollowUp(bot.ID, t):
+		o = g.helpFollowUp(ctx, log, roster, bot, t)
+	case t.Delegation != nil && t.Delegation.Kind == delegation.KindHelp:
+		o = g.helpTurn(ctx, log, roster, bot, t)
 	case t.Delegation != nil:
 		o = g.delegatedTurn(ctx, log, roster, bot, t)
 	default:
@@ -52,6 +56,10 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	// Until the reply is routed (after the brain, where the person is
 	// then), the chat of the message is where the bot works.
 	to := t.Message.Chat()
+	if text, ok := g.focusConfirmation(bot, t); ok {
+		o.Posts = append(o.Posts, g.post(bot, t, to, text, ""))
+		return o
+	}
 	if t.Message.From.Kind == chat.Human {
 		if text, hs, ok := g.handOffs(ctx, roster, bot, t, t.Text, nil, nil, to, false); ok {
 			// The acknowledgement carries the first hand-off's status.
@@ -69,7 +77,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	}
 
 	stop := g.startTyping(to.Platform, bot.ID, to.ID)
-	reply, err := g.think(ctx, bot, t, bot.Timeout)
+	reply, err := g.think(ctx, bot, t, bot.Timeout, to)
 	stop()
 	if ctx.Err() != nil {
 		return o
@@ -137,8 +145,10 @@ func (g *Gateway) turnStored(o sessions.Outcome, _ sessions.Done) {
 	}
 }
 
-// think runs the brain within timeout.
-func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout time.Duration) (brains.Reply, error) {
+// think runs the brain within timeout. where is the chat the turn's
+// reply goes to (empty when it is shown nowhere): its actions act from
+// there.
+func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout time.Duration, where chat.Ref) (brains.Reply, error) {
 	if bot.Brain == nil {
 		return brains.Reply{}, errors.New("bot has no brain")
 	}
@@ -166,38 +176,63 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout 
 		Text:      t.Text,
 		History:   entries(history),
 		Team:      roster.team(bot.ID),
+		Actions:   g.actions(bot, t, where),
 	}
+	// The group whose talk the turn sees, and the message it sees it up to.
+	group, upTo := t.Message.Chat(), t.Message.ID
 	if d := t.Delegation; d != nil {
 		turn.Platform = d.Origin.Platform
 		if turn.Platform == "" {
 			turn.Platform = PlatformAPI
 		}
 		turn.Group = false
-		inputs, err := g.store.Artifacts(ctx, d.Inputs)
-		if err != nil {
-			return brains.Reply{}, fmt.Errorf("delegation inputs: %w", err)
-		}
-		turn.Delegation = &brains.Delegation{
-			ID: d.ID, From: roster.Name(d.From), FromID: d.From, Task: d.Task, Depth: d.Depth,
-			Wrapper: t.Message.Text,
-		}
-		for _, e := range d.Expected {
-			turn.Delegation.Expected = append(turn.Delegation.Expected, brains.Expected{Name: e.Name, MediaType: e.MediaType})
-		}
-		for _, a := range inputs {
-			turn.Delegation.Inputs = append(turn.Delegation.Inputs, brains.Artifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Content: a.Content})
+		switch {
+		case d.Kind == delegation.KindHelp:
+			turn.Help = g.helpOf(roster, bot, *d, t)
+			if turn.Help.Answered() && d.Origin.Type == chat.Group {
+				// The follow-up answers in the group the request came from.
+				turn.Group, group, upTo = true, d.Origin, 0
+			}
+		default:
+			if err := g.delegationOf(ctx, roster, &turn, t); err != nil {
+				return brains.Reply{}, err
+			}
 		}
 	}
 	if turn.Group {
-		group, err := g.store.ChatMessages(ctx, t.Message.Platform, t.Message.ChatID, groupHistory)
+		msgs, err := g.store.ChatMessages(ctx, group.Platform, group.ID, groupHistory)
 		if err != nil {
 			return brains.Reply{}, fmt.Errorf("group history: %w", err)
 		}
-		turn.GroupHistory = entries(before(group, t.Message.ID))
+		if upTo != 0 {
+			msgs = before(msgs, upTo)
+		}
+		turn.GroupHistory = entries(msgs)
 	}
 	start := time.Now()
 	defer func() { g.obs.BrainTurn(bot.ID, bot.BrainKind, time.Since(start)) }()
 	return bot.Brain.Reply(ctx, turn)
+}
+
+// delegationOf tells the brain of turn the hand-off t carries: who asks,
+// the task, its inputs and the outputs it expects.
+func (g *Gateway) delegationOf(ctx context.Context, roster *Roster, turn *brains.Turn, t sessions.Turn) error {
+	d := t.Delegation
+	inputs, err := g.store.Artifacts(ctx, d.Inputs)
+	if err != nil {
+		return fmt.Errorf("delegation inputs: %w", err)
+	}
+	turn.Delegation = &brains.Delegation{
+		ID: d.ID, From: roster.Name(d.From), FromID: d.From, Task: d.Task, Depth: d.Depth,
+		Wrapper: t.Message.Text,
+	}
+	for _, e := range d.Expected {
+		turn.Delegation.Expected = append(turn.Delegation.Expected, brains.Expected{Name: e.Name, MediaType: e.MediaType})
+	}
+	for _, a := range inputs {
+		turn.Delegation.Inputs = append(turn.Delegation.Inputs, brains.Artifact{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Content: a.Content})
+	}
+	return nil
 }
 
 // groupHistory is how many of a group's recent messages a turn in it

@@ -173,10 +173,15 @@ type Post struct {
 }
 
 // Note is a session-only message (a wrapper, a delegation's result),
-// which starts no turn.
+// which starts no turn unless it asks for a follow-up.
 type Note struct {
 	Session string
 	Message chat.Message
+	// FollowUp, when not empty, queues a turn of Session on the note,
+	// whose brain sees FollowUp as its text: the asking bot's turn on a
+	// help request's answer (SPEC §10.3). The turn belongs to the note's
+	// delegation (Message.DelegationID, which must be stored).
+	FollowUp string
 }
 
 // Handoff is a delegation to store. A queued one also puts its wrapper in

@@ -17,6 +17,12 @@
 // LANG, TMPDIR and the variables Config.Env names of the gateway's
 // environment; it runs as Config.RunAs when set, and every process it
 // starts is killed when the turn ends (see Containment).
+//
+// A turn with actions (brains.Turn.Actions) and a brain with Tools gets
+// them as MCP tools while it runs: the endpoint and a bearer token of its
+// own in SWITCHBOARD_MCP_URL and SWITCHBOARD_MCP_TOKEN, and the same in
+// switchboard-mcp.json in its working directory (tools.go). Both are dead
+// once the turn ends.
 package exec
 
 import (
@@ -72,6 +78,10 @@ type Config struct {
 	// directory and its working directories are given to it. Empty: the
 	// gateway's own user.
 	RunAs string
+	// Tools, when set, serves a turn's actions to the program as MCP
+	// tools: a turn with actions gets EnvMCPURL and EnvMCPToken in its
+	// environment and MCPConfigFile in its working directory.
+	Tools Tools
 }
 
 // DefaultWorkRoot is the WorkRoot used when none is configured:
@@ -93,6 +103,8 @@ type Brain struct {
 	window    int
 	// account is the run_as user; nil runs programs as the gateway's.
 	account *account
+	// tools serves turns' actions (nil: programs get none).
+	tools Tools
 	// cgroup is Containment.Cgroup, and userNS whether programs run in
 	// a user namespace of their own (a root gateway, no run_as).
 	cgroup string
@@ -138,6 +150,7 @@ func New(cfg Config) (*Brain, error) {
 		log:       cfg.Logger,
 		window:    cfg.ContextMessages,
 		runs:      make(map[string]*delegationRun),
+		tools:     cfg.Tools,
 	}
 	if b.timeout <= 0 {
 		b.timeout = DefaultTimeout
@@ -197,6 +210,12 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 	if err != nil {
 		return brains.Reply{}, err
 	}
+	// The turn's actions, for as long as it runs (both tries below).
+	env, closeTools, err := b.openTools(log, dir, t.Actions)
+	if err != nil {
+		return brains.Reply{}, fmt.Errorf("exec brain: tools: %w", err)
+	}
+	defer closeTools()
 
 	resumeID := t.ResumeID
 	if resumeID != "" {
@@ -207,11 +226,11 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 			resumeID = ""
 		}
 	}
-	out, id, err := b.turn(ctx, log, dir, t, resumeID)
+	out, id, err := b.turn(ctx, log, dir, t, resumeID, env)
 	var exit *ExitError
 	if errors.As(err, &exit) && resumeID != "" && ctx.Err() == nil {
 		log.Warn("resumed run failed; starting a new session", "resume_id", resumeID, "err", err)
-		out, id, err = b.turn(ctx, log, dir, t, "")
+		out, id, err = b.turn(ctx, log, dir, t, "", env)
 	}
 	if err != nil {
 		return brains.Reply{}, err
@@ -233,16 +252,16 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 }
 
 // turn runs the program once: the first-turn command when resumeID is
-// empty, else the resume command. It returns the parsed output and the
-// ID the run was given.
-func (b *Brain) turn(ctx context.Context, log *slog.Logger, dir string, t brains.Turn, resumeID string) (output, string, error) {
+// empty, else the resume command, with env added to its environment. It
+// returns the parsed output and the ID the run was given.
+func (b *Brain) turn(ctx context.Context, log *slog.Logger, dir string, t brains.Turn, resumeID string, env []string) (output, string, error) {
 	args, id := b.resume, resumeID
 	if resumeID == "" {
 		args, id = b.command, uuid.NewString()
 	}
 	args = substitute(args, id)
 	text := prompt.Build(b.visible(t, resumeID != ""), prompt.Options{ContextMessages: b.window, Workdir: true}).Text()
-	stdout, err := b.run(ctx, log, dir, args, text)
+	stdout, err := b.run(ctx, log, dir, args, text, env)
 	if err != nil {
 		return output{}, "", err
 	}

@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 //	sid=ID           the session_id printed in JSON; state is kept under it
 //	echo             answer with the whole prompt read on stdin
 //	env              answer with the environment, one NAME=value a line
+//	mcp              answer with the MCP variables, then the mode and text of switchboard-mcp.json
 //	produce          write competitors.json (from notes.md) and summary.md
 //	symlink=NAME     make NAME a symlink to a file outside the directory
 //	stderr=TEXT      print TEXT on stderr; stderrbytes=N prints N bytes
@@ -105,6 +106,15 @@ func fakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		env := os.Environ()
 		slices.Sort(env)
 		result = strings.Join(env, "\n")
+	}
+	if _, ok := opt["mcp"]; ok {
+		result = os.Getenv("SWITCHBOARD_MCP_URL") + "\n" + os.Getenv("SWITCHBOARD_MCP_TOKEN") + "\n"
+		if fi, err := os.Stat("switchboard-mcp.json"); err == nil {
+			b, _ := os.ReadFile("switchboard-mcp.json")
+			result += fmt.Sprintf("%o\n%s", fi.Mode().Perm(), b)
+		} else {
+			result += "no file"
+		}
 	}
 	if _, ok := opt["produce"]; ok {
 		notes, _ := os.ReadFile("notes.md")

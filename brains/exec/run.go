@@ -45,15 +45,16 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("exec %s: exit status %d (its stderr is logged at debug level)", e.Program, e.Code)
 }
 
-// run starts args in dir with input on stdin and returns its stdout.
+// run starts args in dir with input on stdin and the variables extra
+// added to its environment, and returns its stdout.
 // The program runs contained (see Containment): ending the run, by its
 // own exit or by ctx, kills every process it started.
-func (b *Brain) run(ctx context.Context, log *slog.Logger, dir string, args []string, input string) ([]byte, error) {
+func (b *Brain) run(ctx context.Context, log *slog.Logger, dir string, args []string, input string, extra []string) ([]byte, error) {
 	stdout := &capped{max: MaxStdout}
 	stderr := &tailBuffer{max: StderrTail}
 	cmd := osexec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
-	cmd.Env = b.environ()
+	cmd.Env = append(b.environ(), extra...)
 	cmd.Stdin = strings.NewReader(input)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr

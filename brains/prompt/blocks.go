@@ -24,6 +24,8 @@ const (
 	TitleTask     = "DELEGATED TASK"
 	TitleInputs   = "INPUTS"
 	TitleExpected = "EXPECTED OUTPUTS"
+	TitleHelp     = "HELP REQUEST"
+	TitleAnswered = "HELP ANSWERED"
 )
 
 // blocks lists the system blocks of t in their fixed order; blocks with
@@ -44,6 +46,9 @@ func blocks(t brains.Turn, opts Options) []block {
 	if t.Group {
 		out = append(out, block{TitleGroup, group(t.GroupHistory)})
 	}
+	if h := t.Help; h != nil {
+		out = append(out, helpBlock(h, t.User.Name))
+	}
 	if d := t.Delegation; d != nil {
 		out = append(out,
 			block{TitleTask, task(d)},
@@ -52,6 +57,19 @@ func blocks(t brains.Turn, opts Options) []block {
 		)
 	}
 	return out
+}
+
+// helpBlock is a help request as the helper sees it (the wrapper the
+// gateway framed), or its answer as the asking bot sees it.
+func helpBlock(h *brains.Help, user string) block {
+	if h.Answered() {
+		return block{TitleAnswered, fmt.Sprintf("You asked %s: %s\n%s answered: %s\n\nUse the answer to continue with %s; they have not seen it.",
+			h.From, h.Question, h.From, h.Answer, user)}
+	}
+	if w := strings.TrimSpace(h.Wrapper); w != "" {
+		return block{TitleHelp, w}
+	}
+	return block{TitleHelp, fmt.Sprintf("HELP REQUEST FROM %s\nQuestion: %s", strings.ToUpper(h.From), h.Question)}
 }
 
 // render joins the blocks that have a body, each under its title line.
@@ -86,6 +104,10 @@ func chat(t brains.Turn) string {
 	switch {
 	case t.Delegation != nil:
 		fmt.Fprintf(&sb, " You are working on a task %s handed you on behalf of %s.", t.Delegation.From, t.User.Name)
+	case t.Help.Answered():
+		fmt.Fprintf(&sb, " %s answered the question you asked on behalf of %s; your reply goes to %s on %s.", t.Help.From, t.User.Name, t.User.Name, t.Platform)
+	case t.Help != nil:
+		fmt.Fprintf(&sb, " %s asks you for help on behalf of %s; your answer goes to %s only, never to %s.", t.Help.From, t.User.Name, t.Help.From, t.User.Name)
 	case t.Group:
 		fmt.Fprintf(&sb, " You are in a group chat on %s, answering %s.", t.Platform, t.User.Name)
 	default:

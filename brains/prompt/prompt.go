@@ -74,6 +74,9 @@ func Build(t brains.Turn, opts Options) Prompt {
 	switch {
 	case t.Delegation != nil && t.Delegation.From != "":
 		last.Name = t.Delegation.From
+	case t.Help != nil && t.Help.From != "":
+		// The question, or the answer: the other bot's words.
+		last.Name = t.Help.From
 	case t.Group:
 		// Labelled like the group's earlier messages in History.
 		last.Content = label(brains.Entry{Kind: "human", From: t.User.Name}) + " " + t.Text

@@ -105,6 +105,26 @@ func delegatedTurn() brains.Turn {
 	}
 }
 
+// helperTurn is Finn answering Matty's help request.
+func helperTurn() brains.Turn {
+	tn := delegatedTurn()
+	tn.Delegation = nil
+	tn.Text = "what's the auth pattern?"
+	tn.Help = &brains.Help{ID: "dlg-2", From: "Matty Atlas", FromID: "mattyatlas", Question: "what's the auth pattern?",
+		Wrapper: "HELP REQUEST FROM MATTY ATLAS\nUser: Bryan\nQuestion: what's the auth pattern?\n\n" +
+			"Answer Matty Atlas; your answer is not shown to the user."}
+	return tn
+}
+
+// answeredTurn is Matty's follow-up on Finn's answer.
+func answeredTurn() brains.Turn {
+	tn := privateTurn()
+	tn.Text = "JWT with 24h expiry"
+	tn.Help = &brains.Help{ID: "dlg-2", From: "Finn Shipley", FromID: "finnshipley", Question: "what's the auth pattern?",
+		Answer: "JWT with 24h expiry"}
+	return tn
+}
+
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		name string
@@ -115,6 +135,8 @@ func TestGolden(t *testing.T) {
 		{"group", groupTurn(), Options{}},
 		{"delegated", delegatedTurn(), Options{Workdir: true}},
 		{"delegated_inline_tool", delegatedTurn(), Options{DelegateTool: true}},
+		{"help", helperTurn(), Options{Workdir: true}},
+		{"help_answered", answeredTurn(), Options{}},
 	}
 	tests[3].turn.Team = mates[1:]
 	for _, tt := range tests {

@@ -13,7 +13,10 @@
 // .From (the delegating bot's name), .FromID, .Task, .Depth and .Inputs
 // (each with .ID, .Name, .MediaType and .Content as a string). Reaching
 // into .Delegation on an ordinary turn fails the turn with an error that
-// says to guard it, never a panic. Besides text/template's builtins
+// says to guard it, never a panic. .Help is likewise nil unless the turn
+// answers a help request (.From is the bot that asks, .Question) or is
+// the asking bot's follow-up (.From is the bot that answered, .Question,
+// .Answer; .Text is the answer) (SPEC §10.3). Besides text/template's builtins
 // (len, index, printf, ...) templates may call lower, upper, trim
 // (strings.TrimSpace) and join (strings.Join: {{join .Match ", "}}).
 //

@@ -36,6 +36,17 @@ func delegated(task string) brains.Turn {
 	return t
 }
 
+// helped is the helper's turn on a help request, or with answer the
+// asking bot's follow-up to it.
+func helped(question, answer string) brains.Turn {
+	t := turn(question)
+	t.Help = &brains.Help{ID: "d9", From: "Finn Shipley", FromID: "finnshipley", Question: question, Answer: answer}
+	if answer != "" {
+		t.Text = answer
+	}
+	return t
+}
+
 // mustNew builds a brain or fails the test.
 func mustNew(t *testing.T, cfg Config) *Brain {
 	t.Helper()
@@ -77,6 +88,9 @@ func TestTemplateFields(t *testing.T) {
 		{name: "delegation depth", tmpl: "{{.Delegation.Depth}}", turn: delegated("t"), want: "2"},
 		{name: "delegation with", tmpl: "{{with .Delegation}}{{.From}} asks: {{.Task}}{{end}}", turn: delegated("t"), want: "Finn Shipley asks: t"},
 		{name: "delegation inputs", tmpl: "{{range .Delegation.Inputs}}{{.ID}} {{.Name}} {{.MediaType}} {{.Content}}{{end}}", turn: delegated("t"), want: "a1 notes.md text/markdown # notes"},
+		{name: "no help", tmpl: "{{if .Help}}yes{{else}}no{{end}}", turn: turn("x"), want: "no"},
+		{name: "help question", tmpl: "{{.Help.From}} ({{.Help.FromID}}) asks: {{.Help.Question}}{{if not .Help.Answer}} (open){{end}}", turn: helped("auth?", ""), want: "Finn Shipley (finnshipley) asks: auth? (open)"},
+		{name: "help answered", tmpl: "{{with .Help}}{{.From}} answered {{.Question}} with {{.Answer}}{{end}}; text {{.Text}}", turn: helped("auth?", "JWT"), want: "Finn Shipley answered auth? with JWT; text JWT"},
 		{name: "match whole", tmpl: "[{{index .Match 0}}]", turn: turn("say hello there"), match: "hel+o", want: "[hello]"},
 		{name: "match default empty", tmpl: "{{len .Match}}", turn: turn("x"), want: "0"},
 		{name: "lower", tmpl: "{{lower .User.Name}}", turn: turn("x"), want: "ada"},
@@ -192,6 +206,7 @@ func TestDelegation(t *testing.T) {
 		{name: "unguarded task", tmpl: "{{.Delegation.Task}}", turn: turn("hi"), wantErr: errNotDelegated},
 		{name: "unguarded inputs", tmpl: "{{range .Delegation.Inputs}}{{.Name}}{{end}}", turn: turn("hi"), wantErr: errNotDelegated},
 		{name: "unguarded depth", tmpl: "{{.Delegation.Depth}}", turn: turn("hi"), wantErr: errNotDelegated},
+		{name: "unguarded help", tmpl: "{{.Help.Answer}}", turn: turn("hi"), wantErr: errNotHelp},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -103,6 +103,8 @@ func checkTemplate(field, text string, matchLen int) []Finding {
 		case err == nil, errors.Is(err, errSampleTooLong):
 		case t.Delegation == nil && errors.Is(err, errNotDelegated):
 			// A rule may be meant for delegated turns only.
+		case t.Help == nil && errors.Is(err, errNotHelp):
+			// Or for help requests and their answers.
 		default:
 			line, msg := execErrorLine(err)
 			if strings.Contains(msg, "out of range") && strings.Contains(text, ".Match") {
@@ -129,8 +131,8 @@ func checkArtifactName(field, text string) []Finding {
 }
 
 // sampleTurns are the turns every template is run on: an ordinary one in
-// a private chat and a delegated one in a group, each with one message of
-// history.
+// a private chat, a delegated one in a group and the follow-up of an
+// answered help request, each with one message of history.
 func sampleTurns() []brains.Turn {
 	at := time.Date(2025, 1, 2, 15, 4, 5, 0, time.UTC)
 	plain := brains.Turn{
@@ -148,7 +150,10 @@ func sampleTurns() []brains.Turn {
 		ID: "sample-delegation", From: "Other Bot", FromID: "other-bot", Task: "sample message", Depth: 1,
 		Inputs: []brains.Artifact{{ID: "sample-artifact", Name: "notes.txt", MediaType: "text/plain", Content: []byte("notes")}},
 	}
-	return []brains.Turn{plain, delegated}
+	answered := plain
+	answered.Text = "sample answer"
+	answered.Help = &brains.Help{ID: "sample-help", From: "Other Bot", FromID: "other-bot", Question: "sample question", Answer: "sample answer"}
+	return []brains.Turn{plain, delegated, answered}
 }
 
 // maxSampleOutput bounds what a sample run may write; a template that

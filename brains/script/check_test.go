@@ -67,6 +67,12 @@ func TestCheckFindsTemplateMistakes(t *testing.T) {
 			msg: "unknown field .Delegation.Tsak (did you mean .Delegation.Task?)",
 		},
 		{
+			name:  "method of the help request",
+			cfg:   Config{Default: "{{.Help.Answr}}"},
+			field: "default", line: 1,
+			msg: "unknown field .Help.Answr (did you mean .Help.Answer?)",
+		},
+		{
 			name:  "inside with",
 			cfg:   Config{Default: "{{with .Delegation}}{{.From}} asks: {{.Taks}}{{end}}"},
 			field: "default", line: 1,

@@ -28,6 +28,9 @@ type data struct {
 	// Delegation is nil unless the turn was handed over by another bot,
 	// so {{if .Delegation}} and {{with .Delegation}} test for it.
 	Delegation *delegation
+	// Help is nil unless the turn answers a help request or is the
+	// asking bot's follow-up to its answer (SPEC §10.3).
+	Help *help
 	// Match holds the winning rule's submatches, index 0 the whole match;
 	// it is empty for the default reply.
 	Match []string
@@ -115,6 +118,47 @@ func (d *delegation) Inputs() ([]input, error) {
 	return d.inputs, nil
 }
 
+// errNotHelp is what a template gets for reaching into .Help on a turn
+// that neither answers nor follows up a help request.
+var errNotHelp = errors.New("the turn is no help request: .Help is nil; guard with {{if .Help}} or {{with .Help}}")
+
+// help exposes a help request through methods, as delegation does: on
+// the helper's turn .From is the bot that asks and .Answer is empty; on
+// the asking bot's follow-up .From is the bot that answered.
+type help struct{ h brains.Help }
+
+// From is the other bot's display name.
+func (h *help) From() (string, error) {
+	if h == nil {
+		return "", errNotHelp
+	}
+	return h.h.From, nil
+}
+
+// FromID is the other bot's ID.
+func (h *help) FromID() (string, error) {
+	if h == nil {
+		return "", errNotHelp
+	}
+	return h.h.FromID, nil
+}
+
+// Question is what the asking bot asked.
+func (h *help) Question() (string, error) {
+	if h == nil {
+		return "", errNotHelp
+	}
+	return h.h.Question, nil
+}
+
+// Answer is the helper's answer, empty on the helper's own turn.
+func (h *help) Answer() (string, error) {
+	if h == nil {
+		return "", errNotHelp
+	}
+	return h.h.Answer, nil
+}
+
 // newData builds a template's dot from a turn and the winning rule's
 // submatches.
 func newData(t brains.Turn, match []string) *data {
@@ -135,6 +179,9 @@ func newData(t brains.Turn, match []string) *data {
 			dl.inputs = append(dl.inputs, input{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Content: string(a.Content)})
 		}
 		dt.Delegation = dl
+	}
+	if t.Help != nil {
+		dt.Help = &help{h: *t.Help}
 	}
 	return dt
 }

@@ -35,9 +35,10 @@ only when addressed: @id or @alias, /id, or a name in a hand-off.
 
 Replies print as they arrive ("Finn Shipley: …") above the line you
 are typing, a turn in progress as a passing "Finn Shipley is typing…"
-line, hand-off changes as "[hand-off → Finn Shipley: running]". The
-line editor keeps a history (up and down arrows). /quit, Ctrl-D on an
-empty line or Ctrl-C leaves.
+line, hand-off changes as "[hand-off → Finn Shipley: running]" and a
+help request's as "[help request → Finn Shipley: done]". The line
+editor keeps a history (up and down arrows). /quit, Ctrl-D on an empty
+line or Ctrl-C leaves.
 
 When standard input is not a terminal, chat sends each line read, prints
 plain lines (no escape codes) and, at the end of input, waits up to
@@ -179,6 +180,9 @@ func chatLine(conn *cliclient.Conn, f cliclient.Frame, self string) string {
 		return name + ": " + text
 	case "delegation":
 		if d := f.Delegation; d != nil {
+			if d.Kind == "help" {
+				return fmt.Sprintf("[help request → %s: %s]", conn.BotName(d.To), d.Status)
+			}
 			return fmt.Sprintf("[hand-off → %s: %s]", conn.BotName(d.To), d.Status)
 		}
 	case "error":

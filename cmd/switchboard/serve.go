@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-chat/switchboard/api"
 	"github.com/switchboard-chat/switchboard/config"
 	"github.com/switchboard-chat/switchboard/gateway"
+	"github.com/switchboard-chat/switchboard/mcpserver"
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/web"
@@ -76,6 +77,7 @@ type Main struct {
 	telegram *telegram.Platform
 	brains   brainSet
 	retain   *retention.Job
+	mcp      *mcpserver.Server
 	// cluster is set on a PostgreSQL database: this process's place
 	// among the gateways sharing it (cluster.go).
 	cluster *cluster
@@ -139,6 +141,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Shared: m.cluster.shared()})
 	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
 	m.brains.workRoot = filepath.Join(workBase(cfg), "switchboard-work")
+	m.mcp = mcpserver.New(mcpserver.Options{URL: mcpURL(m.ln.Addr()), Version: version, Logger: m.Logger})
+	m.brains.tools = m.mcp
 	if err := makeWorkRoot(m.brains.workRoot); err != nil {
 		return err
 	}
@@ -271,6 +275,7 @@ func (m *Main) routes() http.Handler {
 	mux.Handle("/api/", admin)
 	mux.Handle("/dashboard", admin)
 	mux.Handle("GET /metrics", m.obs)
+	mux.Handle("/mcp", m.mcp)
 	mux.Handle("/telegram/", m.telegram.Handler())
 	mux.Handle("/", m.web.Handler())
 	return mux

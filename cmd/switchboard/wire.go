@@ -89,8 +89,10 @@ func (m *Main) reload(old, cfg *config.Config) {
 // other bots.
 type brainSet struct {
 	workRoot string
-	mu       sync.Mutex
-	built    map[string]builtBrain
+	// tools serves exec brains' turns their actions (the /mcp endpoint).
+	tools execbrain.Tools
+	mu    sync.Mutex
+	built map[string]builtBrain
 	// contained logs, once, the containment exec brains get here.
 	contained sync.Once
 }
@@ -120,7 +122,7 @@ func (s *brainSet) roster(cfg *config.Config, log *slog.Logger) (*gateway.Roster
 		brain := prev.brain
 		if !ok || !reflect.DeepEqual(prev.cfg, cb.Brain) || prev.apiKey != key {
 			var err error
-			if brain, err = buildBrain(cb, key, s.workRoot, log); err != nil {
+			if brain, err = buildBrain(cb, key, s.workRoot, s.tools, log); err != nil {
 				return nil, fmt.Errorf("bot %s: %w", cb.ID, err)
 			}
 		}
@@ -154,8 +156,9 @@ func (s *brainSet) roster(cfg *config.Config, log *slog.Logger) (*gateway.Roster
 	return gateway.NewRoster(bots), nil
 }
 
-// buildBrain picks the brain implementation for a bot.
-func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brains.Brain, error) {
+// buildBrain picks the brain implementation for a bot; exec brains get
+// tools, the MCP endpoint of their turns' actions.
+func buildBrain(b *config.Bot, apiKey, workRoot string, tools execbrain.Tools, log *slog.Logger) (brains.Brain, error) {
 	log = log.With("bot", b.ID)
 	switch b.Brain.Kind {
 	case "script":
@@ -164,7 +167,7 @@ func buildBrain(b *config.Bot, apiKey, workRoot string, log *slog.Logger) (brain
 		eb, err := execbrain.New(execbrain.Config{
 			Command: b.Brain.Command, ResumeCommand: b.Brain.ResumeCommand, Env: b.Brain.Env,
 			Timeout: b.Brain.Timeout, WorkRoot: filepath.Join(workRoot, b.ID), Logger: log,
-			ContextMessages: b.Brain.ContextMessages, RunAs: b.Brain.RunAs,
+			ContextMessages: b.Brain.ContextMessages, RunAs: b.Brain.RunAs, Tools: tools,
 		})
 		if err != nil {
 			return nil, err

@@ -47,6 +47,9 @@ var allowed = map[string][]string{
 	"brains/openai":    {"brains", "brains/prompt"},
 	"internal/pgtest":  {"internal/testenv"},
 	"internal/testenv": nil,
+	// The MCP endpoint serves a turn's bound actions; it knows no
+	// gateway, store or brain kind.
+	"mcpserver": {"brains"},
 }
 
 // core lists the packages that must stay free of drivers and libraries of
@@ -57,6 +60,14 @@ var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",
 	"github.com/spf13/viper", "github.com/gorilla/websocket",
 	"github.com/go-telegram/bot", "github.com/bwmarrin/discordgo",
+	"github.com/modelcontextprotocol/go-sdk",
+}
+
+// serverless lists packages that must not serve HTTP themselves: the
+// exec brain hands its programs an MCP endpoint through an interface it
+// declares (exec.Tools), which the wiring fills with mcpserver.
+var serverless = map[string][]string{
+	"brains/exec": {"github.com/modelcontextprotocol/go-sdk", module + "mcpserver", "net/http/httptest"},
 }
 
 func TestImportsPointInward(t *testing.T) {
@@ -70,6 +81,11 @@ func TestImportsPointInward(t *testing.T) {
 		for _, imp := range p.Imports {
 			if own, isOwn := strings.CutPrefix(imp, module); isOwn && !slices.Contains(ok, own) {
 				t.Errorf("%s imports %s, which it must not (allowed: %v)", pkg, own, ok)
+			}
+			for _, b := range serverless[pkg] {
+				if imp == b || strings.HasPrefix(imp, b+"/") {
+					t.Errorf("%s imports %s, which it must not: it is given its tools through an interface", pkg, imp)
+				}
 			}
 			if slices.Contains(core, pkg) {
 				for _, b := range forbiddenOutside {

@@ -410,7 +410,11 @@ func (c *conn) handleSend(ctx context.Context, f inFrame) error {
 	// (The callback keeps the few fields it needs, not the event.)
 	ackID, chatID, group, bot, name, text := f.ClientID, ev.ChatID, ev.ChatType == chat.Group, ev.Bot, ev.Sender.Name, ev.Text
 	ev.OnStored = func(rec gateway.Receipt) {
-		c.send(ackFrame{Type: "ack", ClientID: ackID, ID: rec.MessageID})
+		ack := ackFrame{Type: "ack", ClientID: ackID, ID: rec.MessageID}
+		if rec.Turn {
+			ack.Queued = &rec.Queued
+		}
+		c.send(ack)
 		if !rec.Duplicate {
 			c.a.broadcast(c.v.platform, chatID, group, c, func() any {
 				f := messageFrame{

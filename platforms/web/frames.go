@@ -161,6 +161,9 @@ type ackFrame struct {
 	Type     string `json:"type"`
 	ClientID string `json:"client_id"`
 	ID       int64  `json:"id"`
+	// Queued is set when the message starts a turn: the turns ahead of
+	// it in its session, the running one included (SPEC §10.3).
+	Queued *int `json:"queued,omitempty"`
 }
 
 type messageFrame struct {

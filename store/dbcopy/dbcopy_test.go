@@ -219,6 +219,8 @@ func fill(t *testing.T, s store) []byte {
 	must(s.AddRoomMember(ctx, "web", "lobby", gateway.Person{ID: "web-ann"}, gateway.Person{ID: "user-bo"}))
 	_, err = s.JoinRoom(ctx, "web", "den", gateway.Person{ID: "web-cy"}, gateway.NewRoom{Bots: []string{"matty"}})
 	must(err)
+	// A focus in the lobby (SPEC §10.3).
+	must(s.SetFocus(ctx, gateway.FocusKey{Platform: "web", ChatID: "lobby", Person: "web-ann"}, "matty", now()))
 	return secret
 }
 

@@ -54,4 +54,6 @@ var tables = []table{
 		order: "conversation_id"},
 	{name: "room_members", cols: []string{"conversation_id", "member_id", "invited_by", "joined_at"},
 		order: "conversation_id, member_id"},
+	// Focus in group chats (SPEC §10.3).
+	{name: "focus", cols: []string{"platform", "chat_id", "person", "bot", "seen_at"}, order: "platform, chat_id, person"},
 }

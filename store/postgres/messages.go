@@ -164,14 +164,19 @@ func (t *txn) storeInbound(m chat.Message, at int64) (id int64, fresh bool, err 
 
 // queueTurn adds message msg to a session's history when link is set
 // and queues a turn for it, after turn after (none when nil), in one
-// statement, and returns the turn's ID.
-func (t *txn) queueTurn(session string, msg int64, link bool, text string, after any, at int64) (int64, error) {
-	var id int64
-	err := t.scanOne(`WITH l AS (INSERT INTO session_messages (session_id, message_id)
+// statement, and returns the turn's ID and how many unanswered turns
+// of the session are ahead of it.
+func (t *txn) queueTurn(session string, msg int64, link bool, text string, after any, at int64) (id int64, ahead int, err error) {
+	// The count's subquery sees the session's turns as they were before
+	// this statement: those ahead of the new one (the session's row is
+	// locked, so none is queued meanwhile).
+	err = t.scanOne(`WITH l AS (INSERT INTO session_messages (session_id, message_id)
 			SELECT $1::text, $2::bigint WHERE $6::boolean ON CONFLICT DO NOTHING)
 		INSERT INTO turns (session_id, message_id, text, after_turn, created_at)
-		VALUES ($1, $2, $3, $4, $5) RETURNING id`, []any{session, msg, text, after, at, link}, &id)
-	return id, err
+		VALUES ($1, $2, $3, $4, $5)
+		RETURNING id, (SELECT COUNT(*) FROM turns WHERE session_id = $1 AND status = 'pending')`,
+		[]any{session, msg, text, after, at, link}, &id, &ahead)
+	return id, ahead, err
 }
 
 // link adds a stored message to a session's history.
@@ -278,6 +283,11 @@ func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.
 			return errRetry
 		}
 		res.Message = m
+		if in.Focused != nil {
+			if err := tx.focusSeen(*in.Focused, at); err != nil {
+				return err
+			}
+		}
 		var linked []string
 		for _, r := range in.Turns {
 			sid := sids[r.Session]
@@ -289,11 +299,12 @@ func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.
 			if n := len(res.Turns); n > 0 {
 				after = res.Turns[n-1].ID
 			}
-			id, err := tx.queueTurn(sid, m.ID, link, r.Text, after, at)
+			id, ahead, err := tx.queueTurn(sid, m.ID, link, r.Text, after, at)
 			if err != nil {
 				return err
 			}
 			res.Turns = append(res.Turns, sessions.TurnRef{ID: id, SessionID: sid})
+			res.Ahead = append(res.Ahead, ahead)
 		}
 		return nil
 	})

@@ -288,6 +288,10 @@ func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
 	if err := t.deleteSessions(sess, c); err != nil {
 		return err
 	}
+	// Their focus in group chats (SPEC §10.3).
+	if _, err := t.exec(`DELETE FROM focus WHERE person = $1`, v); err != nil {
+		return err
+	}
 	// Their places in chats and rooms, then the chats left empty: the
 	// rooms nobody else is in, their private chats.
 	var chats []int64

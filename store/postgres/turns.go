@@ -274,6 +274,13 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 		if err := t.link(n.Session, id); err != nil {
 			return err
 		}
+		if n.FollowUp != "" {
+			ref, err := t.followUp(n, id, now)
+			if err != nil {
+				return err
+			}
+			done.Turns = append(done.Turns, ref)
+		}
 	}
 	if o.Retry != "" {
 		var id int64
@@ -289,6 +296,25 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 	}
 	return t.scanOne(`SELECT EXISTS (SELECT 1 FROM turns WHERE session_id = $1 AND status = 'pending')`,
 		[]any{o.Turn.SessionID}, &done.More)
+}
+
+// followUp queues the turn a note asks for, on the note (msgID), in the
+// note's session and for its delegation. The session's row is locked
+// first, as every transaction that queues a turn in it locks it (see
+// ensureSession).
+func (t *txn) followUp(n sessions.Note, msgID, now int64) (sessions.TurnRef, error) {
+	var del any
+	if n.Message.DelegationID != "" {
+		del = n.Message.DelegationID
+	}
+	var id int64
+	err := t.scanOne(`WITH s AS (SELECT id FROM sessions WHERE id = $1 FOR NO KEY UPDATE)
+		INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+		SELECT s.id, $2, $3, $4, $5 FROM s RETURNING id`, []any{n.Session, msgID, n.FollowUp, del, now}, &id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sessions.TurnRef{}, fmt.Errorf("follow-up: session %s: %w", n.Session, sessions.ErrNotFound)
+	}
+	return sessions.TurnRef{ID: id, SessionID: n.Session}, err
 }
 
 // insertArtifacts stores a turn's artifacts, attached to its first

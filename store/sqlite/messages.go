@@ -198,6 +198,11 @@ func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.
 			return err
 		}
 		res.Message = m
+		if in.Focused != nil {
+			if err := tx.focusSeen(*in.Focused, at); err != nil {
+				return err
+			}
+		}
 		var linked []string
 		for _, r := range in.Turns {
 			sid, err := tx.ensureSession(r.Session, at)
@@ -219,7 +224,13 @@ func (s *Store) AppendInbound(ctx context.Context, in gateway.Inbound) (gateway.
 			if err != nil {
 				return err
 			}
+			var ahead int
+			if err := tx.scanOne(`SELECT COUNT(*) FROM turns WHERE session_id = ? AND status = 'pending' AND id < ?`,
+				[]any{sid, id}, &ahead); err != nil {
+				return err
+			}
 			res.Turns = append(res.Turns, sessions.TurnRef{ID: id, SessionID: sid})
+			res.Ahead = append(res.Ahead, ahead)
 		}
 		return nil
 	})

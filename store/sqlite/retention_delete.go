@@ -281,6 +281,10 @@ func (d *deleter) finish(v *visitor) error {
 			return err
 		}
 	}
+	// Their focus in group chats (SPEC §10.3).
+	if err := d.exec(nil, `DELETE FROM focus WHERE person = ?`, v.id); err != nil {
+		return err
+	}
 	for _, r := range v.rooms {
 		if err := d.exec(nil, `DELETE FROM participants
 			WHERE conversation_id = ? AND kind = 'user' AND participant_id = ? AND joined_at < ?`, r, v.id, d.p.cutoff); err != nil {

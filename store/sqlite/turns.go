@@ -222,6 +222,13 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 		if err := t.link(n.Session, id); err != nil {
 			return err
 		}
+		if n.FollowUp != "" {
+			ref, err := t.followUp(n, id, now)
+			if err != nil {
+				return err
+			}
+			done.Turns = append(done.Turns, ref)
+		}
 	}
 	if o.Retry != "" {
 		id, err := t.insert(`INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
@@ -240,6 +247,18 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 	}
 	return t.scanOne(`SELECT EXISTS (SELECT 1 FROM turns WHERE session_id = ? AND status = 'pending')`,
 		[]any{o.Turn.SessionID}, &done.More)
+}
+
+// followUp queues the turn a note asks for, on the note (msgID), in the
+// note's session and for its delegation.
+func (t *txn) followUp(n sessions.Note, msgID, now int64) (sessions.TurnRef, error) {
+	var del any
+	if n.Message.DelegationID != "" {
+		del = n.Message.DelegationID
+	}
+	id, err := t.insert(`INSERT INTO turns (session_id, message_id, text, delegation_id, created_at)
+		VALUES (?, ?, ?, ?, ?)`, n.Session, msgID, n.FollowUp, del, now)
+	return sessions.TurnRef{ID: id, SessionID: n.Session}, err
 }
 
 // insertArtifacts stores a turn's artifacts, attached to its first

@@ -162,6 +162,13 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	res = appendInbound(t, s, visitor(lee, lee, "matty", "l2", "as a public bot sees me"))
 	answer(t, s, res.Turns[0].SessionID, "hi stranger")
 
+	// Focus in the lobby: the old visitor's and ann's.
+	for _, pid := range []string{old, "web-ann"} {
+		if err := s.SetFocus(ctx, gateway.FocusKey{Platform: "web", ChatID: "lobby", Person: pid}, "finn", now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// The cutoff is the real time: the store dates joins by its own
 	// clock. An active visitor, seen after it.
 	cutoff := time.Now()
@@ -218,6 +225,12 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	}
 	if _, err := s.Room(ctx, "web", "den", annP); !errors.Is(err, gateway.ErrUnknownChat) {
 		t.Errorf("the old visitor's own room: %v, want it gone (ErrUnknownChat)", err)
+	}
+	if f, ok, err := s.Focus(ctx, gateway.FocusKey{Platform: "web", ChatID: "lobby", Person: old}); err != nil || ok {
+		t.Errorf("old visitor's focus = %+v, %v, %v; want none", f, ok, err)
+	}
+	if f, ok, err := s.Focus(ctx, gateway.FocusKey{Platform: "web", ChatID: "lobby", Person: "web-ann"}); err != nil || !ok || f.Bot != "finn" {
+		t.Errorf("ann's focus = %+v, %v, %v", f, ok, err)
 	}
 	pending, err := s.PendingOutbox(ctx)
 	if err != nil {

@@ -436,6 +436,35 @@
     if (!entry) return;
     state.pending.delete(f.client_id);
     confirmLocal(entry.conv, entry.local, f.id);
+    markQueued(entry.conv, f.id, f.queued);
+  }
+
+  // ------------------------------------------------------------ queued sends
+  // ack.queued counts the turns ahead of a message in its session (the
+  // running one included). A message that waits is marked "Queued · N
+  // ahead" until the first reply to it arrives.
+
+  function markQueued(conv, id, queued) {
+    const n = Number(queued);
+    const m = conv.msgs.get(String(id));
+    if (!m || !Number.isInteger(n) || n <= 0) return;
+    m.queued = n;
+    refreshStored(conv, m);
+  }
+
+  // A bot's message that answers a queued one ends its wait.
+  function answeredQueued(conv, m) {
+    if (m.from.kind === 'human' || m.replyTo == null) return;
+    const asked = conv.msgs.get(m.replyTo);
+    if (!asked || !asked.queued) return;
+    delete asked.queued;
+    refreshStored(conv, asked);
+  }
+
+  function refreshStored(conv, m) {
+    if (state.current !== conv.key) return;
+    const node = dom.messages.querySelector(`.msg[data-id="${CSS.escape(String(m.id))}"]`);
+    if (node) node.replaceWith(buildMsgEl(m, conv, node.classList.contains('cont')));
   }
 
   // A local (optimistic) message became a stored one with server id `id`.
@@ -476,6 +505,7 @@
       // A reply ends that bot's "typing…" in that chat.
       clearTyping(conv, m.bot);
       if (m.from.id && m.from.id !== m.bot) clearTyping(conv, m.from.id);
+      answeredQueued(conv, m);
     }
 
     if (m.delegation) {
@@ -1046,6 +1076,11 @@
     }
     if (m.status === 'pending') meta.append(el('span', 'msg-state', 'Sending…'));
     if (m.status === 'queued') meta.append(el('span', 'msg-state', 'Waiting for connection…'));
+    if (m.queued > 0) {
+      const q = el('span', 'msg-state msg-queued', `Queued · ${m.queued} ahead`);
+      q.title = m.queued === 1 ? 'One message is answered before this one.' : `${m.queued} messages are answered before this one.`;
+      meta.append(q);
+    }
     body.append(meta);
     if (failure) body.append(failure);
 
@@ -1433,6 +1468,7 @@
       from_bot: d.from_bot ?? (prev && prev.from_bot),
       to_bot: d.to_bot ?? (prev && prev.to_bot),
       task: d.task ?? (prev && prev.task),
+      kind: d.kind ?? (prev && prev.kind),
       status: d.status || (prev && prev.status) || 'queued',
       depth: d.depth ?? (prev && prev.depth),
     });
@@ -1465,7 +1501,12 @@
       .sort((a, b) => b.order - a.order);
   }
 
-  function delegWho(d) { return `${botName(d.from_bot)} → ${botName(d.to_bot)}`; }
+  // A help request (kind "help") reads "Matty Atlas asked Finn Shipley";
+  // its answer is never shown, only its status.
+  function delegWho(d) {
+    if (d.kind === 'help') return `${botName(d.from_bot)} asked ${botName(d.to_bot)}`;
+    return `${botName(d.from_bot)} → ${botName(d.to_bot)}`;
+  }
 
   // Row text reads "Matty Atlas → Finn Shipley: build the login page · running".
   function delegationRow(rec) {
