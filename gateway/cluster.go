@@ -81,7 +81,7 @@ type SharedStore interface {
 	// their status, in the order of their messages.
 	OutboxEntries(ctx context.Context, ids []int64) ([]outbox.Entry, error)
 	// PendingEntries returns the undelivered entries of some chats of a
-	// platform, whichever process stored them.
+	// platform that other processes stored.
 	PendingEntries(ctx context.Context, platform string, chatIDs []string) ([]outbox.Entry, error)
 	// OrphanedOutbox takes over the undelivered entries of processes
 	// that died and returns them.

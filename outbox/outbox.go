@@ -46,7 +46,17 @@ type Outbox struct {
 	mu      sync.Mutex
 	lanes   map[laneKey]*lane
 	running int
+	// settled remembers the entries delivered or given up lately (the
+	// newest settledKeep, oldest first in order), so that one queued
+	// again from the store after it left its lane is not delivered twice
+	// (see lane.insert).
+	settled map[int64]struct{}
+	order   []int64
 }
+
+// settledKeep is how many settled entries an outbox remembers: more than
+// can be read from the store as pending while they are delivered.
+const settledKeep = 4096
 
 // laneKey orders deliveries: one chat on one platform gets its messages
 // in the order they were stored, whichever bot wrote them.
@@ -77,7 +87,8 @@ func New(opts Options) *Outbox {
 	if opts.Observer == nil {
 		opts.Observer = nopObserver{}
 	}
-	o := &Outbox{store: opts.Store, sender: opts.Sender, log: opts.Logger, obs: opts.Observer, lanes: make(map[laneKey]*lane)}
+	o := &Outbox{store: opts.Store, sender: opts.Sender, log: opts.Logger, obs: opts.Observer, lanes: make(map[laneKey]*lane),
+		settled: make(map[int64]struct{})}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	o.marks = context.WithoutCancel(o.ctx)
 	return o
@@ -99,6 +110,9 @@ func (o *Outbox) Enqueue(entries ...Entry) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, e := range entries {
+		if _, done := o.settled[e.OutboxID]; done && e.OutboxID != 0 {
+			continue
+		}
 		key := laneKey{e.Platform, e.ChatID}
 		l := o.lanes[key]
 		if l == nil {
@@ -228,7 +242,22 @@ func (o *Outbox) work(key laneKey, l *lane) {
 			return
 		}
 		l.items = l.items[1:]
+		o.settleLocked(e.OutboxID)
 	}
+}
+
+// settleLocked remembers that the entry id was delivered or given up.
+// Callers hold mu.
+func (o *Outbox) settleLocked(id int64) {
+	if id == 0 {
+		return
+	}
+	if len(o.order) >= settledKeep {
+		delete(o.settled, o.order[0])
+		o.order = o.order[1:]
+	}
+	o.settled[id] = struct{}{}
+	o.order = append(o.order, id)
 }
 
 // deliver tries one entry until it is sent, failed for good, or its

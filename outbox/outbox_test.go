@@ -106,6 +106,30 @@ func TestOutboxDeliversChatInOrder(t *testing.T) {
 	}
 }
 
+// TestOutboxDeliversOnce: an entry queued again (read from the store
+// once more, on a database several processes share) while it is queued,
+// or after it was delivered, is not delivered twice.
+func TestOutboxDeliversOnce(t *testing.T) {
+	release := make(chan struct{})
+	sender := &fakeSender{send: func(ctx context.Context, e outbox.Entry) (string, error) {
+		if e.OutboxID == 1 {
+			<-release
+		}
+		return fmt.Sprint("p", e.OutboxID), nil
+	}}
+	s := newStore()
+	o, _ := start(t, s, running(sender))
+	o.Enqueue(entry(1, "a", "one"), entry(2, "a", "two"))
+	o.Enqueue(entry(2, "a", "two"), entry(1, "a", "one")) // queued still
+	close(release)
+	s.wait(t, "both sent", func(m []mark) bool { return len(m) == 2 })
+	o.Enqueue(entry(1, "a", "one"), entry(2, "a", "two"), entry(3, "a", "three")) // delivered already, but 3
+	s.wait(t, "the third sent", func(m []mark) bool { return len(m) == 3 })
+	if got := ids(sender.Sent()); !slices.Equal(got, []int64{1, 2, 3}) {
+		t.Errorf("sent %v, want each once: [1 2 3]", got)
+	}
+}
+
 // TestOutboxInsertsByID checks that entries enqueued out of order while
 // a lane's head is in flight are delivered after it in the order their
 // messages were stored (entry IDs follow it, but for entries a store

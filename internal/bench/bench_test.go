@@ -72,7 +72,9 @@ func TestBenchQuick(t *testing.T) {
 			"throughput /ws (script brain, PostgreSQL)",
 			"latency p50 / p99 at that load (PostgreSQL)",
 			"latency p50 / p99 at 100 msg/s offered (PostgreSQL)",
-			"postgres: one gateway on a throwaway PostgreSQL",
+			"throughput /ws (script brain, PostgreSQL, two instances)",
+			"latency p50 / p99 at 100 msg/s offered (PostgreSQL, two instances)",
+			"postgres: gateways on a throwaway PostgreSQL",
 		} {
 			if !strings.Contains(out, figure) {
 				t.Errorf("no %q in:\n%s", figure, out)

@@ -138,11 +138,12 @@ func (s *Store) OutboxEntries(ctx context.Context, ids []int64) ([]outbox.Entry,
 }
 
 // PendingEntries returns the undelivered entries of some chats of a
-// platform, whichever process stored them, in the order of their
-// messages: a person who connects to this process gets what another
-// one could not deliver.
+// platform that other processes stored, in the order of their messages:
+// a person who connects to this process gets what another one could not
+// deliver. (This process's own are in its lanes.)
 func (s *Store) PendingEntries(ctx context.Context, platform string, chatIDs []string) ([]outbox.Entry, error) {
-	out, err := s.entries(ctx, `o.status = 'pending' AND o.platform = $1 AND o.chat_id = ANY($2)`, platform, chatIDs)
+	out, err := s.entries(ctx, `o.status = 'pending' AND o.platform = $1 AND o.chat_id = ANY($2) AND o.owner IS DISTINCT FROM $3`,
+		platform, chatIDs, s.instance)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending entries: %w", err)
 	}
