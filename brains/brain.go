@@ -7,6 +7,7 @@ package brains
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -59,11 +60,26 @@ type Turn struct {
 	// Team lists the bots this bot may hand work to.
 	Team []Mate
 	// Context holds extra blocks the gateway injects into the prompt
-	// (findings, insights, memories, …), each rendered under its title.
+	// (insights, memories, …), each rendered under its title.
 	Context []Block
+	// Findings are the newest findings of the turn's space that its bot
+	// may see (SPEC §10.2), oldest first: shown to script templates as
+	// .Findings and to models as the SHARED FINDINGS block.
+	Findings []Finding
 	// Actions are the actions the turn may take, bound to its bot,
 	// person and space; nil when it may take none (a public bot).
 	Actions Actions
+}
+
+// Finding is one finding of the shared board as a turn sees it.
+type Finding struct {
+	// Bot is the author's display name, BotID its ID.
+	Bot, BotID string
+	// Severity is low, medium, high or critical.
+	Severity string
+	Text     string
+	// Stage is the stage it was posted in, "" for none.
+	Stage string
 }
 
 // Mate is a bot the answering bot may hand work to.
@@ -124,6 +140,9 @@ type Delegation struct {
 type Expected struct {
 	Name      string
 	MediaType string
+	// Schema, when set, is a JSON Schema the output's content must pass
+	// (asked for by a delegate action; a delegated turn is not shown it).
+	Schema json.RawMessage
 }
 
 // Reply is what a brain says back.
@@ -140,10 +159,14 @@ type Reply struct {
 	Handoffs []Handoff
 }
 
-// Handoff asks the gateway to hand a task to another bot.
+// Handoff asks the gateway to hand a task to another bot: what a turn's
+// delegate actions collect (Turn.Actions). The gateway routes them
+// through the same router and limits as triggers typed in the reply.
 type Handoff struct {
 	Bot  string
 	Task string
+	// Expected are the outputs the task must produce.
+	Expected []Expected
 }
 
 // Artifact is a named piece of content a turn consumed or produced.
