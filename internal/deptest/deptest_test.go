@@ -30,10 +30,10 @@ var allowed = map[string][]string{
 	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions"},
 	"retention":          nil,
 	"download":           {"chat"},
-	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
-	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
+	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings"},
+	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings"},
 	"store/dbcopy":       {"store/postgres", "store/sqlite"},
-	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions"},
+	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings"},
 	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
@@ -47,11 +47,18 @@ var allowed = map[string][]string{
 	"brains/openai":    {"brains", "brains/prompt"},
 	"internal/pgtest":  {"internal/testenv"},
 	"internal/testenv": nil,
+
+	// The shared world (SPEC §10): spaces, the action registry, the
+	// findings board. Core packages: no store, platform or brain kind.
+	"world":          nil,
+	"world/actions":  {"brains", "chat", "delegation"},
+	"world/findings": {"world", "world/actions"},
 }
 
 // core lists the packages that must stay free of drivers and libraries of
 // the outside world, which forbiddenOutside names.
-var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention"}
+var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention",
+	"world", "world/actions", "world/findings"}
 
 var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",

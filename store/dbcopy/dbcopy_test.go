@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // TestRoundTrip copies a SQLite store holding some of everything to
@@ -114,6 +115,7 @@ type store interface {
 	gateway.Store
 	gateway.SessionStore
 	outbox.Store
+	findings.Store
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 }
 
@@ -218,6 +220,16 @@ func fill(t *testing.T, s store) []byte {
 	must(err)
 	must(s.AddRoomMember(ctx, "web", "lobby", gateway.Person{ID: "web-ann"}, gateway.Person{ID: "user-bo"}))
 	_, err = s.JoinRoom(ctx, "web", "den", gateway.Person{ID: "web-cy"}, gateway.NewRoom{Bots: []string{"matty"}})
+	must(err)
+	// Findings: one released by an ended stage, one hidden in the
+	// running isolated stage.
+	_, err = s.StartStage(ctx, findings.StageStart{Space: "chat:web:lobby", Name: "diverge", Isolated: true, Key: "web:lobby:1", At: now()})
+	must(err)
+	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "matty", Text: "idea one", Severity: "high", CreatedAt: now()})
+	must(err)
+	_, err = s.StartStage(ctx, findings.StageStart{Space: "chat:web:lobby", Name: "converge", Isolated: true, At: now()})
+	must(err)
+	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "finn", Text: "idea two", Severity: "low", CreatedAt: now()})
 	must(err)
 	return secret
 }

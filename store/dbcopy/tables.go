@@ -54,4 +54,9 @@ var tables = []table{
 		order: "conversation_id"},
 	{name: "room_members", cols: []string{"conversation_id", "member_id", "invited_by", "joined_at"},
 		order: "conversation_id, member_id"},
+	// The findings board (SPEC §10.2).
+	{name: "stages", cols: []string{"id", "space", "name", "isolated", "started_at", "ended_at", "start_key", "end_key"},
+		bools: []string{"isolated"}, order: "id", identity: "id"},
+	{name: "findings", cols: []string{"id", "space", "bot", "text", "severity", "stage", "visible", "created_at"},
+		bools: []string{"visible"}, order: "id", identity: "id"},
 }
