@@ -22,8 +22,8 @@ import (
 // the bot's behalf and logs the error, so the error text may be detailed
 // but must not contain secrets.
 //
-// The turn's slices (History, GroupHistory, Team, Context, and the
-// delegation's) belong to the gateway, which may share them between
+// The turn's slices (History, GroupHistory, Team, Context, Findings, and
+// the delegation's) belong to the gateway, which may share them between
 // turns: a brain reads them and does not write into them, and copies what
 // it keeps past its return.
 type Brain interface {
@@ -153,10 +153,6 @@ type Reply struct {
 	// ResumeID, when not empty, replaces the session's stored resume
 	// handle for the next turn.
 	ResumeID string
-	// Handoffs are hand-offs the brain asked for by other means than text
-	// (a model's delegate tool call). The gateway routes them through the
-	// same router and limits as typed triggers.
-	Handoffs []Handoff
 }
 
 // Handoff asks the gateway to hand a task to another bot: what a turn's

@@ -51,8 +51,10 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 			present = room.Bots
 		}
 	}
+	// A stage command is the gateway's to answer, not a bot's.
+	stage, isStage := g.stageCommandOf(ev, roster)
 	var turns []sessions.Request
-	if !ev.Sender.IsBot {
+	if !ev.Sender.IsBot && !isStage {
 		addrs, err := g.addressed(ctx, ev, roster, present)
 		if err != nil {
 			return Receipt{}, fmt.Errorf("deliver: %w", err)
@@ -82,6 +84,9 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 			woken = append(woken, t.SessionID)
 		}
 		g.runner.Wake(woken...)
+		if isStage {
+			g.runStageCommand(ctx, ev, user, res.Message, stage)
+		}
 	}
 	return rec, nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world/actions"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // brainFunc adapts a function to brains.Brain.
@@ -95,6 +97,8 @@ type harness struct {
 	platform gateway.Platform
 	// obs, when set, is the gateway's Observer.
 	obs gateway.Observer
+	// board is the findings board.
+	board *findings.Board
 }
 
 func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
@@ -115,7 +119,16 @@ func (h *harness) open(bots ...*gateway.Bot) {
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	h.gw = gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: logger, Observer: h.obs})
+	// The shared world as serve wires it: the registry with
+	// post_finding, the board on the same store.
+	reg := actions.New()
+	board := findings.New(s, findings.Options{})
+	if err := reg.Register(findings.Action(board)); err != nil {
+		h.t.Fatal(err)
+	}
+	h.board = board
+	h.gw = gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: logger, Observer: h.obs, Actions: reg, Findings: board})
+	board.OnVisible(h.gw.FindingsVisible)
 	h.gw.SetRoster(gateway.NewRoster(bots))
 	if h.platform != nil {
 		h.gw.AddPlatform(h.platform)

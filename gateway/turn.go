@@ -69,7 +69,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	}
 
 	stop := g.startTyping(to.Platform, bot.ID, to.ID)
-	reply, err := g.think(ctx, bot, t, bot.Timeout)
+	reply, asked, err := g.think(ctx, log, bot, t, bot.Timeout)
 	stop()
 	if ctx.Err() != nil {
 		return o
@@ -93,9 +93,9 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	if text != "" || len(o.Artifacts) > 0 {
 		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(o.Artifacts)), ""))
 	}
-	// A reply may itself hand work on (SPEC §1), in its text or by a
-	// brain's tool call.
-	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, reply.Handoffs, nil, to, true); ok {
+	// A reply may itself hand work on (SPEC §1), in its text or by the
+	// turn's delegate actions.
+	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, asked, nil, to, true); ok {
 		o.Handoffs = hs
 		if note != "" {
 			o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))
@@ -137,10 +137,12 @@ func (g *Gateway) turnStored(o sessions.Outcome, _ sessions.Done) {
 	}
 }
 
-// think runs the brain within timeout.
-func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout time.Duration) (brains.Reply, error) {
+// think runs the brain within timeout, with the shared world of the
+// turn's space (world.go). It returns the brain's reply and the
+// hand-offs the turn's delegate actions asked for.
+func (g *Gateway) think(ctx context.Context, log *slog.Logger, bot *Bot, t sessions.Turn, timeout time.Duration) (brains.Reply, []brains.Handoff, error) {
 	if bot.Brain == nil {
-		return brains.Reply{}, errors.New("bot has no brain")
+		return brains.Reply{}, nil, errors.New("bot has no brain")
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -175,7 +177,7 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout 
 		turn.Group = false
 		inputs, err := g.store.Artifacts(ctx, d.Inputs)
 		if err != nil {
-			return brains.Reply{}, fmt.Errorf("delegation inputs: %w", err)
+			return brains.Reply{}, nil, fmt.Errorf("delegation inputs: %w", err)
 		}
 		turn.Delegation = &brains.Delegation{
 			ID: d.ID, From: roster.Name(d.From), FromID: d.From, Task: d.Task, Depth: d.Depth,
@@ -191,13 +193,22 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout 
 	if turn.Group {
 		group, err := g.store.ChatMessages(ctx, t.Message.Platform, t.Message.ChatID, groupHistory)
 		if err != nil {
-			return brains.Reply{}, fmt.Errorf("group history: %w", err)
+			return brains.Reply{}, nil, fmt.Errorf("group history: %w", err)
 		}
 		turn.GroupHistory = entries(before(group, t.Message.ID))
 	}
+	acts := g.bindWorld(ctx, log, roster, bot, t, &turn)
 	start := time.Now()
-	defer func() { g.obs.BrainTurn(bot.ID, bot.BrainKind, time.Since(start)) }()
-	return bot.Brain.Reply(ctx, turn)
+	reply, err := bot.Brain.Reply(ctx, turn)
+	g.obs.BrainTurn(bot.ID, bot.BrainKind, time.Since(start))
+	var asked []brains.Handoff
+	if acts != nil {
+		// The turn is over: its actions refuse further calls (an agent's
+		// straggling tool call), and what it asked to hand off is routed
+		// with its outcome.
+		asked = acts.End()
+	}
+	return reply, asked, err
 }
 
 // groupHistory is how many of a group's recent messages a turn in it

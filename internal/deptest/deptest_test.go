@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"delegation":         {"chat"},
 	"outbox":             {"chat", "delegation"},
 	"sessions":           {"chat", "delegation", "outbox"},
-	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions"},
+	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world", "world/actions", "world/findings"},
 	"retention":          nil,
 	"download":           {"chat"},
 	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings"},
