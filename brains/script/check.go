@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	tparse "text/template/parse"
@@ -68,6 +69,17 @@ func Check(cfg Config) []Finding {
 			out = append(out, checkArtifactName(af+".name", a.Name)...)
 			out = append(out, checkTemplate(af+".media_type", a.MediaType, matchLen)...)
 			out = append(out, checkTemplate(af+".content", a.Content, matchLen)...)
+		}
+		for j, a := range r.Actions {
+			af := fmt.Sprintf("%s.actions[%d].%s", field, j, a.Name)
+			names := make([]string, 0, len(a.Args))
+			for name := range a.Args {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				out = append(out, checkTemplate(af+"."+name, a.Args[name], matchLen)...)
+			}
 		}
 	}
 	// The default reply runs with an empty .Match.
@@ -140,6 +152,7 @@ func sampleTurns() []brains.Turn {
 		Platform:  "web",
 		Text:      "sample message",
 		History:   []brains.Entry{{Kind: "human", From: "Sam", Text: "an earlier message", Time: at}},
+		Findings:  []brains.Finding{{Bot: "Other Bot", BotID: "other-bot", Severity: "high", Text: "a finding", Stage: "sample"}},
 	}
 	delegated := plain
 	delegated.Group = true

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 	"github.com/switchboard-chat/switchboard/retention"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).
@@ -79,6 +80,7 @@ type Main struct {
 	// cluster is set on a PostgreSQL database: this process's place
 	// among the gateways sharing it (cluster.go).
 	cluster *cluster
+	board   *findings.Board
 	srv     *http.Server
 	ln      net.Listener
 
@@ -135,8 +137,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.cluster, err = joinCluster(ctx, m.store, instanceAddress(m.ln.Addr())); err != nil {
 		return err
 	}
+	m.board = findings.New(m.store, findings.Options{})
+	registry, err := newActions(m.board)
+	if err != nil {
+		return err
+	}
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
-		Shared: m.cluster.shared()})
+		Shared: m.cluster.shared(), Actions: registry, Findings: m.board})
+	m.board.OnVisible(m.gw.FindingsVisible)
 	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
 	m.brains.workRoot = filepath.Join(workBase(cfg), "switchboard-work")
 	if err := makeWorkRoot(m.brains.workRoot); err != nil {
@@ -160,7 +168,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Instances: m.instances(), Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Findings: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),

@@ -223,3 +223,49 @@ func (r *Registry) Bind(c Caller) *Turn {
 // ErrTurnEnded is wrapped by the refusal of a call made after its turn
 // ended.
 var ErrTurnEnded = errors.New("the turn has ended")
+
+// CheckWritten checks the arguments of a call written ahead of time (a
+// script rule's actions): given holds the arguments whose values are
+// known (a JSON object), templated names those whose values a template
+// makes when the rule runs. Every argument must be one the action takes,
+// every required one given or templated, and each given value must fit
+// its schema; templated ones are checked when they are made. An unknown
+// action wraps brains.ErrActionRefused, the rest are *ArgumentErrors.
+func (r *Registry) CheckWritten(name string, given json.RawMessage, templated []string) error {
+	e, ok := r.lookup(name)
+	if !ok {
+		return r.unknown(name)
+	}
+	var vals map[string]any
+	if len(given) > 0 {
+		if err := json.Unmarshal(given, &vals); err != nil {
+			return &ArgumentError{Action: name, Problem: "the arguments must be a JSON object"}
+		}
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range vals {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, arg := range append(names, templated...) {
+		if _, known := e.Schema.Properties[arg]; !known {
+			return &ArgumentError{Action: name, Arg: arg, Problem: "unknown argument; " + takes(e.Schema, "")}
+		}
+	}
+	for _, req := range e.Schema.Required {
+		if _, given := vals[req]; !given && !slices.Contains(templated, req) {
+			return &ArgumentError{Action: name, Arg: req, Problem: "missing; it is required"}
+		}
+	}
+	for _, arg := range names {
+		if err := e.props[arg].Validate(vals[arg]); err != nil {
+			if a, p := explain(e.Schema.Properties[arg], vals[arg], arg); p != "" {
+				return &ArgumentError{Action: name, Arg: a, Problem: p}
+			}
+			return &ArgumentError{Action: name, Arg: arg, Problem: describe(e.Schema.Properties[arg])}
+		}
+	}
+	return nil
+}

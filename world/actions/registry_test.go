@@ -199,3 +199,34 @@ func FuzzCall(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckWritten(t *testing.T) {
+	r := actions.New()
+	var got []string
+	if err := r.Register(note(&got)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, given string
+		templated   []string
+		arg, want   string
+	}{
+		{"note", `{"level": "loud"}`, []string{"text"}, "", ""},
+		{"note", `{"text": "hi"}`, nil, "", ""},
+		{"note", `{"level": "loud"}`, nil, "text", "missing"},
+		{"note", `{"text": "hi", "level": "shouty"}`, nil, "level", "must be one of soft, loud"},
+		{"note", `{}`, []string{"text", "colour"}, "colour", "unknown argument; the arguments are text, level"},
+		{"fly", `{}`, nil, "", "no action"},
+	} {
+		err := r.CheckWritten(tc.name, json.RawMessage(tc.given), tc.templated)
+		var ae *actions.ArgumentError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s %s %v: %v", tc.name, tc.given, tc.templated, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s %s %v: %v, want %q", tc.name, tc.given, tc.templated, err, tc.want)
+		case tc.arg != "" && (!errors.As(err, &ae) || ae.Arg != tc.arg):
+			t.Errorf("%s %s %v: %v, want it on %s", tc.name, tc.given, tc.templated, err, tc.arg)
+		}
+	}
+}
