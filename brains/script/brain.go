@@ -282,7 +282,7 @@ func (b *Brain) act(ctx context.Context, r *rule, dt *data, t brains.Turn) (acte
 	if len(r.actions) == 0 {
 		return 0
 	}
-	log := b.log.With("brain", "script", "bot", t.Bot.ID, "session", t.SessionID)
+	log := b.log.With("brain", "script", "session", t.SessionID)
 	if t.Actions == nil {
 		log.Info("rule's actions not taken: the bot takes no part in the shared world", "rule", r.field)
 		return 0
