@@ -93,5 +93,5 @@ func Parse(name string) (Space, error) {
 		}
 		return Chat(platform, chatID), nil
 	}
-	return Space{}, fmt.Errorf("%w: %q starts with neither user: nor chat:", ErrBadSpace, name)
+	return Space{}, fmt.Errorf("%w: %q is neither user:<user id> nor chat:<platform>:<chat id>", ErrBadSpace, name)
 }

@@ -22,7 +22,7 @@ func TestParse(t *testing.T) {
 		{"chat:web", Space{}, "chat:<platform>:<chat id>"},
 		{"chat::x", Space{}, "chat:<platform>:<chat id>"},
 		{"chat:Web!:x", Space{}, "not a platform name"},
-		{"room:x", Space{}, "neither user: nor chat:"},
+		{"room:x", Space{}, "is neither user:<user id> nor chat:"},
 		{"user:a\nb", Space{}, "control character"},
 		{"user:" + strings.Repeat("x", MaxSpaceLen), Space{}, "longer than"},
 	}
