@@ -39,11 +39,13 @@ type Finding struct {
 // with the wrong number of arguments, a {{template}} that is not defined,
 // a constant artifact name that is not a plain file name, and a template
 // that fails when run on sample turns (one ordinary, one delegated, each
-// with a message of history; .Match as long as the rule's pattern has
-// groups). Field names are checked on every branch of every template,
+// with a message of history and a finding; .Match as long as the rule's
+// pattern has groups). Field names are checked on every branch of every template,
 // including those the samples do not take. Reaching into .Delegation
 // unguarded is not a problem here: a rule may be meant for delegated
-// turns only.
+// turns only. The templates of actions' arguments are checked as replies
+// are; which actions exist and what arguments they take is the action
+// registry's to check, which this package does not know.
 //
 // Check never runs a template whose run it cannot bound (one that calls
 // {{template}}, or ranges over a number or deeply over lists): those get

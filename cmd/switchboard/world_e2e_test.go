@@ -587,3 +587,21 @@ func TestCheckScriptActions(t *testing.T) {
 		}
 	}
 }
+
+// The example configuration's team uses the board: Matty pins a note,
+// Priest's review posts its verdict.
+func TestExampleFindings(t *testing.T) {
+	m := startMain(t, exampleDir(t))
+	c := dial(t, m.Addr(), nil)
+	if got := c.say(map[string]any{"bot": "mattyatlas"}, "note: the public API must stay backwards compatible", "mattyatlas"); !strings.HasPrefix(got, "Pinned to the findings board") {
+		t.Fatalf("matty said %q", got)
+	}
+	if got := c.say(map[string]any{"bot": "priest"}, "please review the login page", "priest"); !strings.Contains(got, "Verdict") {
+		t.Fatalf("priest said %q", got)
+	}
+	_, body := apiGet(t, m, "/api/v1/findings?space=user:"+c.hello["user"].(string), m.AdminToken)
+	got := itemTexts(body)
+	if len(got) != 2 || got[0] != "the public API must stay backwards compatible" || !strings.HasPrefix(got[1], `Review of "please review the login page"`) {
+		t.Errorf("board = %q", got)
+	}
+}
