@@ -234,7 +234,7 @@ func (s *Server) findingsError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.Is(err, gateway.ErrUnknownBot):
 		writeError(w, http.StatusBadRequest, "unknown_bot", err.Error())
-	case errors.Is(err, gateway.ErrNotPublic):
+	case errors.Is(err, gateway.ErrPublicBot):
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 	default:
 		s.internal(w, err)

@@ -190,9 +190,9 @@ func (g *Gateway) Findings(ctx context.Context, r FindingsRequest) (string, []fi
 	return space.String(), fs, err
 }
 
-// ErrNotPublic refuses a public bot where the shared world is asked of
+// ErrPublicBot refuses a public bot where the shared world is asked of
 // it: public bots take no part in it.
-var ErrNotPublic = errors.New("a public bot takes no part in the shared world")
+var ErrPublicBot = errors.New("a public bot takes no part in the shared world")
 
 // ListFindings lists findings for the admin API.
 func (g *Gateway) ListFindings(ctx context.Context, q findings.Query) ([]findings.Finding, error) {
@@ -212,7 +212,7 @@ func (g *Gateway) PostFinding(ctx context.Context, p findings.Post) (findings.Fi
 	case !ok:
 		return findings.Finding{}, fmt.Errorf("%w: bot %q", ErrUnknownBot, p.Bot)
 	case b.Public:
-		return findings.Finding{}, fmt.Errorf("%s: %w", b.ID, ErrNotPublic)
+		return findings.Finding{}, fmt.Errorf("%s: %w", b.ID, ErrPublicBot)
 	}
 	p.Bot = b.ID
 	return g.findings.Post(ctx, p)
