@@ -43,6 +43,8 @@ type Findings interface {
 	Release(ctx context.Context, space, key string) (findings.Change, error)
 	// Stages lists the running stages.
 	Stages(ctx context.Context) ([]findings.Stage, error)
+	// Get returns one finding; an unknown ID wraps findings.ErrNotFound.
+	Get(ctx context.Context, id int64) (findings.Finding, error)
 }
 
 // FindingWatcher is implemented by platforms that show findings live
@@ -74,6 +76,23 @@ func (g *Gateway) FindingsVisible(space string, visible []findings.Finding) {
 		if w, ok := p.(FindingWatcher); ok {
 			w.FindingsVisible(sp, visible, ids)
 		}
+	}
+}
+
+// findingNoticed shows a finding another process sharing the database
+// made visible (NoticeFinding) to the platforms here that show findings:
+// a person's connections may be on any process (SPEC §11).
+func (g *Gateway) findingNoticed(ctx context.Context, n Notice) {
+	if g.findings == nil {
+		return
+	}
+	f, err := g.findings.Get(ctx, n.ID)
+	if err != nil {
+		g.log.Warn("cluster: a finding made visible elsewhere could not be read", "finding", n.ID, "err", err)
+		return
+	}
+	if f.Visible {
+		g.FindingsVisible(f.Space, []findings.Finding{f})
 	}
 }
 

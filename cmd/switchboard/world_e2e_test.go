@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/internal/pgtest"
 )
 
 // worldBots are script bots of the shared world: scout posts what it is
@@ -603,5 +606,62 @@ func TestExampleFindings(t *testing.T) {
 	got := itemTexts(body)
 	if len(got) != 2 || got[0] != "the public API must stay backwards compatible" || !strings.HasPrefix(got[1], `Review of "please review the login page"`) {
 		t.Errorf("board = %q", got)
+	}
+}
+
+// TestFindingsAcrossInstances: a person connected to two gateways that
+// share a PostgreSQL database (SPEC §11) gets a finding's frame on both,
+// whichever made it visible: posted by a bot's turn, or released by a
+// stage command given through the other.
+func TestFindingsAcrossInstances(t *testing.T) {
+	t.Setenv("SB_FINDINGS_DB", pgtest.NewDatabase(t))
+	dir := t.TempDir()
+	bots := strings.Replace(worldBots, "  database: test.db\n", "  database_env: SB_FINDINGS_DB\n", 1)
+	os.WriteFile(filepath.Join(dir, "bots.yaml"), []byte(bots), 0o644)
+	os.WriteFile(filepath.Join(dir, "users.yaml"), []byte(testUsers), 0o644)
+	m1, m2 := startMain(t, dir), startMain(t, dir)
+	c1 := dial(t, m1.Addr(), nil)
+	c2 := dial(t, m2.Addr(), url.Values{"token": {c1.hello["token"].(string)}})
+	for _, c := range []*client{c1, c2} {
+		c.send(map[string]any{"type": "join", "chat": "war", "bots": []string{"scout", "alpha"}})
+		c.await("joined")
+	}
+	frames := func(c *client, n int) []string {
+		t.Helper()
+		var got []string
+		for len(got) < n {
+			if f := c.read(); f["type"] == "finding" {
+				got = append(got, fmt.Sprint(f["space"], " ", f["text"]))
+			}
+		}
+		return got
+	}
+	c1.send(map[string]any{"type": "send", "bot": "scout", "text": "found high: private to me", "client_id": "p"})
+	c1.send(map[string]any{"type": "send", "chat": "war", "text": "@scout found critical: shared in the room", "client_id": "r"})
+	space := "user:" + c1.hello["user"].(string)
+	for i, c := range []*client{c1, c2} {
+		got := frames(c, 2)
+		slices.Sort(got)
+		if want := []string{"chat:web:war shared in the room", space + " private to me"}; !slices.Equal(got, want) {
+			t.Errorf("connection %d got %q, want %q", i+1, got, want)
+		}
+	}
+
+	// An isolated stage started through the second gateway; a bot posts
+	// through the first; the release through the second shows it on both.
+	c2.send(map[string]any{"type": "send", "chat": "war", "text": "/stage quiet isolated", "client_id": "s"})
+	if got := c1.next("system"); !strings.Contains(got, "Stage quiet started") {
+		t.Fatalf("first connection saw %q", got)
+	}
+	c1.send(map[string]any{"type": "send", "chat": "war", "text": "@alpha idea: fewer meetings", "client_id": "a"})
+	waitUntil(10*time.Second, func() bool {
+		_, body := apiGetAt(t, m1.Addr(), "/api/v1/findings?space=chat:web:war&viewer=alpha", m1.AdminToken)
+		return len(items(body)) == 2
+	})
+	c2.send(map[string]any{"type": "send", "chat": "war", "text": "/release", "client_id": "x"})
+	for i, c := range []*client{c1, c2} {
+		if got := frames(c, 1); got[0] != "chat:web:war alpha thinks fewer meetings" {
+			t.Errorf("connection %d got %q at the release", i+1, got)
+		}
 	}
 }

@@ -125,6 +125,22 @@ func (s *Store) Findings(ctx context.Context, q findings.Query) ([]findings.Find
 	return out, nil
 }
 
+// Finding implements findings.Store.
+func (s *Store) Finding(ctx context.Context, id int64) (findings.Finding, error) {
+	var f findings.Finding
+	var created int64
+	err := s.pooled(ctx).scanOne(`SELECT `+findingColumns+` FROM findings WHERE id = $1`, []any{id},
+		&f.ID, &f.Space, &f.Bot, &f.Text, &f.Severity, &f.Stage, &f.Visible, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return findings.Finding{}, fmt.Errorf("store: finding %d: %w", id, findings.ErrNotFound)
+	}
+	if err != nil {
+		return findings.Finding{}, fmt.Errorf("store: finding %d: %w", id, err)
+	}
+	f.CreatedAt = fromMicros(created)
+	return f, nil
+}
+
 // RunningStage implements findings.Store.
 func (s *Store) RunningStage(ctx context.Context, space string) (findings.Stage, bool, error) {
 	st, ok, err := s.pooled(ctx).runningStage(space, "")

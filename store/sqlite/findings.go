@@ -114,6 +114,23 @@ func (s *Store) Findings(ctx context.Context, q findings.Query) ([]findings.Find
 	return out, nil
 }
 
+// Finding implements findings.Store.
+func (s *Store) Finding(ctx context.Context, id int64) (findings.Finding, error) {
+	var f findings.Finding
+	err := s.read(ctx, func(tx *txn) error {
+		var err error
+		f, err = scanFinding(tx.row(`SELECT `+findingColumns+` FROM findings WHERE id = ?`, id))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return findings.Finding{}, fmt.Errorf("store: finding %d: %w", id, findings.ErrNotFound)
+	}
+	if err != nil {
+		return findings.Finding{}, fmt.Errorf("store: finding %d: %w", id, err)
+	}
+	return f, nil
+}
+
 // RunningStage implements findings.Store.
 func (s *Store) RunningStage(ctx context.Context, space string) (findings.Stage, bool, error) {
 	var st findings.Stage

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -71,6 +72,12 @@ func testFindings(t *testing.T, f Factory) {
 	got, err := s.Findings(context.Background(), findings.Query{Space: ann, Limit: 1})
 	if err != nil || len(got) != 1 || got[0] != third {
 		t.Errorf("stored finding = %+v, %v; want %+v", got, err, third)
+	}
+	if one, err := s.Finding(context.Background(), second.ID); err != nil || one != second {
+		t.Errorf("finding %d = %+v, %v; want %+v", second.ID, one, err, second)
+	}
+	if _, err := s.Finding(context.Background(), third.ID+100); !errors.Is(err, findings.ErrNotFound) {
+		t.Errorf("an unknown finding: %v, want ErrNotFound", err)
 	}
 	s = f.Reopen(t, s)
 	if got := findingTexts(t, s, findings.Query{Space: bob, Limit: 10}); !slices.Equal(got, []string{"the lobby's own"}) {

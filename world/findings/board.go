@@ -141,6 +141,12 @@ func (b *Board) List(ctx context.Context, q Query) ([]Finding, error) {
 	return b.store.Findings(ctx, q)
 }
 
+// Get returns the finding with ID id (an error wrapping ErrNotFound for
+// none).
+func (b *Board) Get(ctx context.Context, id int64) (Finding, error) {
+	return b.store.Finding(ctx, id)
+}
+
 // Stages lists the running stages, the newest first.
 func (b *Board) Stages(ctx context.Context) ([]Stage, error) { return b.store.RunningStages(ctx) }
 

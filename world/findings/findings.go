@@ -123,6 +123,9 @@ type Store interface {
 	// Findings lists the newest q.Limit findings q selects, oldest
 	// first.
 	Findings(ctx context.Context, q Query) ([]Finding, error)
+	// Finding returns one finding; an unknown ID is an error wrapping
+	// ErrNotFound.
+	Finding(ctx context.Context, id int64) (Finding, error)
 	// RunningStage returns the stage running in space, if any.
 	RunningStage(ctx context.Context, space string) (Stage, bool, error)
 	// RunningStages lists the running stages of every space, the newest
@@ -147,6 +150,8 @@ var (
 	ErrInvalid = errors.New("invalid")
 	// ErrNoStage: no stage runs in the space to release.
 	ErrNoStage = errors.New("no stage is running")
+	// ErrNotFound: no finding has that ID.
+	ErrNotFound = errors.New("no such finding")
 )
 
 // InvalidError is a request that breaks a rule, naming the field at

@@ -40,3 +40,20 @@ CREATE TABLE findings (
 CREATE INDEX findings_by_space ON findings (space, id);
 -- A space's hidden findings, which a release shows.
 CREATE INDEX findings_hidden ON findings (space) WHERE NOT visible;
+
+-- A finding that becomes visible (posted outside an isolated stage, or
+-- released) is announced on the channel 'switchboard' (migration 0002),
+-- so that the widget and terminal connections held by the other
+-- instances get its finding frame: "id" the finding, "s" its space.
+CREATE FUNCTION switchboard_notify_finding() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_notify('switchboard', json_build_object('k', 'finding', 'i', COALESCE(switchboard_instance(), ''),
+		'id', NEW.id, 's', NEW.space)::text);
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER findings_notify_posted AFTER INSERT ON findings FOR EACH ROW
+	WHEN (NEW.visible) EXECUTE FUNCTION switchboard_notify_finding();
+CREATE TRIGGER findings_notify_released AFTER UPDATE OF visible ON findings FOR EACH ROW
+	WHEN (NEW.visible AND NOT OLD.visible) EXECUTE FUNCTION switchboard_notify_finding();
