@@ -436,3 +436,20 @@ func TestModelRemembers(t *testing.T) {
 		t.Errorf("elena's prompt lacks %q, or has more (her own insight):\n%s", want, system)
 	}
 }
+
+// The example team: Matty remembers what a person is working on, and
+// Finn knows it when they talk to him about it.
+func TestExampleInsights(t *testing.T) {
+	m := startMain(t, exampleDir(t))
+	c := dial(t, m.Addr(), nil)
+	if got := c.ask("mattyatlas", "I'm building a login page for the shop."); !strings.Contains(got, "I'll remember that you're working on a login page for the shop") {
+		t.Fatalf("matty answered %q", got)
+	}
+	got := c.ask("finnshipley", "How is the login page coming along?")
+	if !strings.Contains(got, "Matty Atlas noticed: ") || !strings.Contains(got, " is working on a login page for the shop.") {
+		t.Errorf("finn answered %q", got)
+	}
+	if got := c.ask("finnshipley", "Any plans for the weekend?"); strings.Contains(got, "noticed") {
+		t.Errorf("finn mentioned an insight for an unrelated message: %q", got)
+	}
+}
