@@ -18,6 +18,7 @@ const (
 	DefaultCrossbotResponseChance    = 0.35
 	DefaultCrossbotCooldown          = 6 * time.Hour
 	DefaultRetentionAnonymous        = 30 * 24 * time.Hour
+	DefaultSharedFindingsInject      = 15
 	// Limits of the web widget (SPEC §12).
 	DefaultWebMaxConnectionsPerIP           = 100
 	DefaultWebMaxMessagesPerSecondPerPerson = 5.0
@@ -46,6 +47,7 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "gateway.crossbot.response_chance", &g.Crossbot.ResponseChance, DefaultCrossbotResponseChance)
 	setIfOmitted(doc, "gateway.crossbot.cooldown", &g.Crossbot.Cooldown, DefaultCrossbotCooldown)
 	setIfOmitted(doc, "gateway.retention.anonymous", &g.Retention.Anonymous, DefaultRetentionAnonymous)
+	setIfOmitted(doc, "shared.findings.inject", &cfg.Shared.Findings.Inject, DefaultSharedFindingsInject)
 
 	for i := range cfg.Bots {
 		b := &cfg.Bots[i]

@@ -43,6 +43,9 @@ type Match struct {
 	// Implicit marks a hand-off that no trigger asked for (a bot
 	// addressing another in a group); its refusal is recorded, not said.
 	Implicit bool
+	// Expected are the outputs the hand-off asks for (a delegate
+	// action's expected_outputs; a typed trigger asks for none).
+	Expected []Expected
 }
 
 // Parser finds triggers for one bot's trigger phrases against one set of

@@ -541,12 +541,13 @@ func parseNotice(payload, self string) (n gateway.Notice, ok bool, err error) {
 		Chat       string `json:"c"`
 		User       string `json:"u"`
 		Group      bool   `json:"g"`
+		Space      string `json:"s"`
 	}
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
 		return n, false, fmt.Errorf("notice of %d bytes: %w", len(payload), err)
 	}
 	n = gateway.Notice{Kind: gateway.NoticeKind(p.Kind), ID: p.ID, Delegation: p.Delegation, New: p.New,
-		Platform: p.Platform, ChatID: p.Chat, User: p.User, Group: p.Group}
+		Platform: p.Platform, ChatID: p.Chat, User: p.User, Group: p.Group, Space: p.Space}
 	switch n.Kind {
 	case gateway.NoticeEntry, gateway.NoticeMessage:
 		if n.ID <= 0 || n.Platform == "" || n.ChatID == "" {
@@ -555,6 +556,10 @@ func parseNotice(payload, self string) (n gateway.Notice, ok bool, err error) {
 	case gateway.NoticeDelegation:
 		if n.Delegation == "" {
 			return n, false, errors.New("a delegation notice without its ID")
+		}
+	case gateway.NoticeFinding:
+		if n.ID <= 0 || n.Space == "" {
+			return n, false, errors.New("a finding notice without its ID or space")
 		}
 	default:
 		return n, false, fmt.Errorf("a notice of unknown kind %q", p.Kind)
