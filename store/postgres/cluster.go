@@ -48,6 +48,18 @@ const (
 	statementTimeout = 5 * time.Second
 )
 
+// pause waits wait, or until ctx ends, and returns the next wait of a
+// doubling back-off up to reconnectMax.
+func pause(ctx context.Context, wait time.Duration) time.Duration {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return min(2*wait, reconnectMax)
+}
+
 // NewInstanceID returns a new instance name: "i-" and 12 hex digits.
 func NewInstanceID() string {
 	var b [6]byte
@@ -268,11 +280,7 @@ func (m *Member) Run(ctx context.Context) error {
 			if err := m.connect(ctx); err != nil {
 				if ctx.Err() == nil {
 					m.log.Warn("cluster: reconnecting", "err", err, "wait", wait)
-					select {
-					case <-ctx.Done():
-					case <-time.After(wait):
-					}
-					wait = min(2*wait, reconnectMax)
+					wait = pause(ctx, wait)
 				}
 				continue
 			}
@@ -452,11 +460,7 @@ func (s *Store) Listen(ctx context.Context, notice func(gateway.Notice), resync 
 				break
 			}
 			s.log.Warn("cluster: cannot listen; retrying", "err", err, "wait", wait)
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, reconnectMax)
+			wait = pause(ctx, wait)
 			continue
 		}
 		wait = leadTry
