@@ -12,8 +12,8 @@ import (
 // conversation needs more to find what it relates to).
 const MaxWords = 256
 
-// MaxWordLen is the longest word searched for, in characters; longer
-// runs of letters are not words (PostgreSQL does not index them either).
+// MaxWordLen is the longest word searched for or indexed (on SQLite), in
+// characters: longer runs of letters are no word anyone writes twice.
 const MaxWordLen = 64
 
 // Words returns the words of text an insight must share to be found: its
