@@ -57,6 +57,9 @@ type Server struct {
 	Instances Instances
 	// Findings is the findings board; nil answers its endpoints 501.
 	Findings Findings
+	// Insights are what bots noticed about people; nil answers their
+	// endpoints 501.
+	Insights Insights
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
 	// summarizes; nil answers that 503.
 	Metrics prometheus.Gatherer
@@ -95,6 +98,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/stages", s.listStages)
 	mux.HandleFunc("POST /api/v1/stages", s.startStage)
 	mux.HandleFunc("POST /api/v1/stages/release", s.releaseStage)
+	mux.HandleFunc("GET /api/v1/insights", s.listInsights)
+	mux.HandleFunc("DELETE /api/v1/insights/{id}", s.forgetInsight)
 	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("GET /api/v1/instances", s.instances)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

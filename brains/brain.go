@@ -22,8 +22,8 @@ import (
 // the bot's behalf and logs the error, so the error text may be detailed
 // but must not contain secrets.
 //
-// The turn's slices (History, GroupHistory, Team, Context, Findings, and
-// the delegation's) belong to the gateway, which may share them between
+// The turn's slices (History, GroupHistory, Team, Context, Findings,
+// Insights, and the delegation's) belong to the gateway, which may share them between
 // turns: a brain reads them and does not write into them, and copies what
 // it keeps past its return.
 type Brain interface {
@@ -69,6 +69,11 @@ type Turn struct {
 	// may see (SPEC §10.2), oldest first: shown to script templates as
 	// .Findings and to models as the SHARED FINDINGS block.
 	Findings []Finding
+	// Insights are what other bots noticed about the turn's person that
+	// relates to its message (SPEC §10.4), oldest first: shown to script
+	// templates as .Insights and to models as the [INSIGHTS FROM OTHER
+	// CHARACTERS] block.
+	Insights []Insight
 	// Actions are the actions the turn may take, bound to its bot,
 	// person and space; nil when it may take none (a public bot).
 	Actions Actions
@@ -83,6 +88,18 @@ type Finding struct {
 	Text     string
 	// Stage is the stage it was posted in, "" for none.
 	Stage string
+}
+
+// Insight is one insight another bot left about the turn's person, as
+// a turn sees it.
+type Insight struct {
+	// Bot is the writing bot's display name, BotID its ID.
+	Bot, BotID string
+	// Kind is epiphany, diary, dream or observation.
+	Kind string
+	Text string
+	// Confidence is from 0 to 1.
+	Confidence float64
 }
 
 // Mate is a bot the answering bot may hand work to.

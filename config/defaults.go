@@ -19,6 +19,8 @@ const (
 	DefaultCrossbotCooldown          = 6 * time.Hour
 	DefaultRetentionAnonymous        = 30 * 24 * time.Hour
 	DefaultSharedFindingsInject      = 15
+	DefaultSharedInsightsThreshold   = 0.7
+	DefaultSharedInsightsLimit       = 3
 	// Limits of the web widget (SPEC §12).
 	DefaultWebMaxConnectionsPerIP           = 100
 	DefaultWebMaxMessagesPerSecondPerPerson = 5.0
@@ -48,6 +50,9 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "gateway.crossbot.cooldown", &g.Crossbot.Cooldown, DefaultCrossbotCooldown)
 	setIfOmitted(doc, "gateway.retention.anonymous", &g.Retention.Anonymous, DefaultRetentionAnonymous)
 	setIfOmitted(doc, "shared.findings.inject", &cfg.Shared.Findings.Inject, DefaultSharedFindingsInject)
+	setIfOmitted(doc, "shared.insights.enabled", &cfg.Shared.Insights.Enabled, true)
+	setIfOmitted(doc, "shared.insights.confidence_threshold", &cfg.Shared.Insights.ConfidenceThreshold, DefaultSharedInsightsThreshold)
+	setIfOmitted(doc, "shared.insights.limit", &cfg.Shared.Insights.Limit, DefaultSharedInsightsLimit)
 
 	for i := range cfg.Bots {
 		b := &cfg.Bots[i]

@@ -76,6 +76,8 @@ func (c *Config) Bot(id string) (*Bot, bool) {
 type Shared struct {
 	// Findings configures the findings board.
 	Findings SharedFindings `yaml:"findings"`
+	// Insights configures what bots find of each other's insights.
+	Insights SharedInsights `yaml:"insights"`
 }
 
 // SharedFindings is shared.findings.
@@ -83,6 +85,20 @@ type SharedFindings struct {
 	// Inject is how many of a space's newest findings a prompt (and a
 	// script template's .Findings) gets (default 15); 0 gives none.
 	Inject int `yaml:"inject"`
+}
+
+// SharedInsights is shared.insights (SPEC §10.4): which insights other
+// bots left about a person a turn finds.
+type SharedInsights struct {
+	// Enabled turns the finding on (default true); remember stores
+	// insights either way.
+	Enabled bool `yaml:"enabled"`
+	// ConfidenceThreshold is the least confidence of an insight a turn
+	// finds (default 0.7), from 0 to 1.
+	ConfidenceThreshold float64 `yaml:"confidence_threshold"`
+	// Limit is how many insights a turn finds at most (default 3); 0
+	// finds none.
+	Limit int `yaml:"limit"`
 }
 
 // Gateway is the gateway section of bots.yaml.

@@ -76,6 +76,10 @@ func validateGateway(r *report, g *Gateway) {
 // validateShared checks the shared section.
 func validateShared(r *report, s *Shared) {
 	atLeast(r, "shared.findings.inject", s.Findings.Inject, 0)
+	if t := s.Insights.ConfidenceThreshold; !(t >= 0 && t <= 1) {
+		r.errorf("shared.insights.confidence_threshold", "must be between 0 and 1, got %v", t)
+	}
+	atLeast(r, "shared.insights.limit", s.Insights.Limit, 0)
 }
 
 // validateNames reports a name or alias that addresses two different bots,

@@ -18,7 +18,8 @@ type block struct {
 }
 
 // Titles of the fixed blocks, in the order they appear. The shared
-// findings (Turn.Findings, under FindingsHeading) and the injected
+// findings (Turn.Findings, under FindingsHeading), the insights of
+// other bots (Turn.Insights, under InsightsHeading) and the injected
 // context blocks (Turn.Context, under their own titles, upper-cased)
 // come between TitleTeam and TitleGroup.
 const (
@@ -40,6 +41,13 @@ const (
 //	1. [Matty Atlas] high: The auth module uses JWT with 24h expiry
 const FindingsHeading = "SHARED FINDINGS (newest last)"
 
+// InsightsHeading heads the insights other bots left about the person,
+// which SPEC §10.4 writes as
+//
+//	[INSIGHTS FROM OTHER CHARACTERS]
+//	- Elena noticed: User expressed excitement about new job
+const InsightsHeading = "[INSIGHTS FROM OTHER CHARACTERS]"
+
 // blocks lists the system blocks of t in their fixed order; blocks with
 // nothing to say are left out.
 func blocks(t brains.Turn, opts Options) []block {
@@ -48,6 +56,7 @@ func blocks(t brains.Turn, opts Options) []block {
 		{title: TitleChat, body: chat(t)},
 		{title: TitleTeam, body: team(t.Team, opts.DelegateTool)},
 		{body: sharedFindings(t.Findings), own: true},
+		{body: insights(t.Insights), own: true},
 	}
 	for _, c := range t.Context {
 		title := strings.ToUpper(strings.TrimSpace(c.Title))
@@ -168,6 +177,21 @@ func sharedFindings(fs []brains.Finding) string {
 	sb.WriteString(FindingsHeading)
 	for i, f := range fs {
 		fmt.Fprintf(&sb, "\n%d. [%s] %s: %s", i+1, f.Bot, f.Severity, indent(f.Text))
+	}
+	return sb.String()
+}
+
+// insights are the insights of other bots the turn found, as SPEC
+// §10.4 writes them: a heading, then a line an insight naming the bot
+// that noticed it.
+func insights(ins []brains.Insight) string {
+	if len(ins) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(InsightsHeading)
+	for _, in := range ins {
+		fmt.Fprintf(&sb, "\n- %s noticed: %s", in.Bot, indent(in.Text))
 	}
 	return sb.String()
 }

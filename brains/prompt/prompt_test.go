@@ -248,3 +248,30 @@ func TestSharedFindings(t *testing.T) {
 		t.Errorf("a findings block without findings:\n%s", sys)
 	}
 }
+
+// The insights of other bots are one block in SPEC §10.4's own format,
+// after the shared findings and before the injected context, and absent
+// when there are none.
+func TestInsightsBlock(t *testing.T) {
+	tn := privateTurn()
+	tn.Findings = []brains.Finding{{Bot: "Priest", BotID: "priest", Severity: "low", Text: "a finding"}}
+	tn.Insights = []brains.Insight{
+		{Bot: "Elena", BotID: "elena", Kind: "epiphany", Text: "User expressed excitement about new job", Confidence: 0.85},
+		{Bot: "Finn Shipley", BotID: "finnshipley", Kind: "dream", Text: "Bryan flies\nover the city", Confidence: 0.9},
+	}
+	sys := Build(tn, Options{}).System
+	want := "[INSIGHTS FROM OTHER CHARACTERS]\n" +
+		"- Elena noticed: User expressed excitement about new job\n" +
+		"- Finn Shipley noticed: Bryan flies\n  over the city"
+	i := strings.Index(sys, "\n\n"+want+"\n\n")
+	if i < 0 {
+		t.Fatalf("no insights block %q in:\n%s", want, sys)
+	}
+	if findings, ctx := strings.Index(sys, "SHARED FINDINGS"), strings.Index(sys, "=== FINDINGS ==="); !(findings < i && i < ctx) {
+		t.Errorf("insights block at %d, want between the shared findings (%d) and the context (%d)", i, findings, ctx)
+	}
+	tn.Insights = nil
+	if sys := Build(tn, Options{}).System; strings.Contains(sys, "INSIGHTS FROM OTHER CHARACTERS") {
+		t.Errorf("an insights block without insights:\n%s", sys)
+	}
+}

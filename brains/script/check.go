@@ -157,6 +157,7 @@ func sampleTurns() []brains.Turn {
 		Text:      "sample message",
 		History:   []brains.Entry{{Kind: "human", From: "Sam", Text: "an earlier message", Time: at}},
 		Findings:  []brains.Finding{{Bot: "Other Bot", BotID: "other-bot", Severity: "high", Text: "a finding", Stage: "sample"}},
+		Insights:  []brains.Insight{{Bot: "Other Bot", BotID: "other-bot", Kind: "epiphany", Text: "an insight", Confidence: 0.9}},
 	}
 	delegated := plain
 	delegated.Group = true

@@ -28,6 +28,9 @@ type data struct {
 	// Findings are the shared findings the bot may see (SPEC §10.2),
 	// oldest first.
 	Findings []finding
+	// Insights are what other bots noticed about the person that
+	// relates to the message (SPEC §10.4), oldest first.
+	Insights []insight
 	// Delegation is nil unless the turn was handed over by another bot,
 	// so {{if .Delegation}} and {{with .Delegation}} test for it.
 	Delegation *delegation
@@ -53,6 +56,11 @@ type entry = brains.Entry
 // finding is one shared finding: .Bot (the author's name), .BotID,
 // .Severity, .Text and .Stage, as brains.Finding has them.
 type finding = brains.Finding
+
+// insight is one insight another bot left about the person: .Bot (its
+// name), .BotID, .Kind, .Text and .Confidence, as brains.Insight has
+// them.
+type insight = brains.Insight
 
 // input is an artifact handed over with a delegation; Content is text so
 // templates can print it.
@@ -182,6 +190,9 @@ func newData(t brains.Turn, match []string) *data {
 	}
 	if len(t.Findings) > 0 {
 		dt.Findings = t.Findings
+	}
+	if len(t.Insights) > 0 {
+		dt.Insights = t.Insights
 	}
 	if t.Delegation != nil {
 		dl := &delegation{d: *t.Delegation}

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).
@@ -86,6 +87,8 @@ type Main struct {
 	board   *findings.Board
 	srv     *http.Server
 	ln      net.Listener
+	// insights are what bots noticed about people (SPEC §10.4).
+	insights *insights.Pool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -140,15 +143,17 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.cluster, err = joinCluster(ctx, m.store, instanceAddress(m.ln.Addr())); err != nil {
 		return err
 	}
-	// The shared world: the board on the store, and the action registry
+	// The shared world: the board and the insights on the store, and the
+	// action registry
 	// the gateway binds to every turn; request_help is the gateway's to
 	// carry out, so it is registered once the gateway is made (before
 	// it starts, so before any turn binds the registry).
 	m.board = findings.New(m.store, findings.Options{})
+	m.insights = insights.New(m.store, insights.Options{})
 	registry := actions.New()
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
-		Shared: m.cluster.shared(), Actions: registry, Findings: m.board})
-	if err := registerActions(registry, m.board, m.gw); err != nil {
+		Shared: m.cluster.shared(), Actions: registry, Findings: m.board, Insights: m.insights})
+	if err := registerActions(registry, m.board, m.insights, m.gw); err != nil {
 		return err
 	}
 	m.board.OnVisible(m.gw.FindingsVisible)
@@ -177,7 +182,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Instances: m.instances(), Findings: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // TestRoundTrip copies a SQLite store holding some of everything to
@@ -57,6 +58,18 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("%s differs after the round trip:\n%s\nwant:\n%s", tb.name, g, w)
 		}
 	}
+	// The SQLite copy's full-text index of the insights is rebuilt.
+	back, err := sqlite.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct{ message, bot string }{{"my new jobs", "matty"}, {"a café", "finn"}} {
+		found, err := back.SearchInsights(ctx, insights.Search{User: "ann", Viewer: "priest", Words: insights.Words(q.message), Limit: 3})
+		if err != nil || len(found) != 1 || found[0].Bot != q.bot {
+			t.Errorf("insights found for %q on the SQLite copy = %+v, %v; want %s's", q.message, found, err, q.bot)
+		}
+	}
+	back.Close()
 
 	// The copy is a store: the same secret, the next IDs after the
 	// copied ones, the pending turn and reply still pending.
@@ -76,6 +89,11 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if pending, err := p.PendingOutbox(ctx); err != nil || len(pending) != 2 {
 		t.Errorf("pending outbox after the copy = %+v, %v", pending, err)
+	}
+	// Insights are found on the copy (PostgreSQL computes its index).
+	if found, err := p.SearchInsights(ctx, insights.Search{User: "ann", Viewer: "priest", Words: insights.Words("my new jobs"), Limit: 3}); err != nil ||
+		len(found) != 1 || found[0].Bot != "matty" {
+		t.Errorf("insights found on the PostgreSQL copy = %+v, %v", found, err)
 	}
 	// A gateway running on a database: a copy from it is refused.
 	m, err := p.Join(ctx, "gw:8080")
@@ -116,6 +134,7 @@ type store interface {
 	gateway.SessionStore
 	outbox.Store
 	findings.Store
+	insights.Store
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 }
 
@@ -232,6 +251,11 @@ func fill(t *testing.T, s store) []byte {
 	_, err = s.StartStage(ctx, findings.StageStart{Space: "chat:web:lobby", Name: "converge", Isolated: true, At: now()})
 	must(err)
 	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "finn", Text: "idea two", Severity: "low", CreatedAt: now()})
+	must(err)
+	// Insights about ann (SPEC §10.4).
+	_, err = s.AddInsight(ctx, insights.Insight{User: "ann", Bot: "matty", Kind: insights.Epiphany, Text: "Ann is excited about her new job", Confidence: 0.85, CreatedAt: now()})
+	must(err)
+	_, err = s.AddInsight(ctx, insights.Insight{User: "ann", Bot: "finn", Kind: insights.Dream, Text: "Ann's café ✓", Confidence: 1, CreatedAt: now()})
 	must(err)
 	return secret
 }

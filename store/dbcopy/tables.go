@@ -61,4 +61,8 @@ var tables = []table{
 		bools: []string{"isolated"}, order: "id", identity: "id"},
 	{name: "findings", cols: []string{"id", "space", "bot", "text", "severity", "stage", "visible", "created_at"},
 		bools: []string{"visible"}, order: "id", identity: "id"},
+	// Insights (SPEC §10.4). A SQLite target's full-text index of them
+	// is the store's to write: Copy rebuilds it.
+	{name: "insights", cols: []string{"id", "user_id", "bot", "kind", "text", "confidence", "created_at"},
+		order: "id", identity: "id"},
 }

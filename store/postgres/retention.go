@@ -298,6 +298,10 @@ func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
 			return err
 		}
 	}
+	// What bots noticed about them (SPEC §10.4).
+	if _, err := t.exec(`DELETE FROM insights WHERE user_id = $1 AND created_at < $2`, v, cutoff); err != nil {
+		return err
+	}
 	// Their places in chats and rooms, then the chats left empty: the
 	// rooms nobody else is in, their private chats.
 	var chats []int64

@@ -291,6 +291,11 @@ func (d *deleter) finish(v *visitor) error {
 			return err
 		}
 	}
+	// What bots noticed about them (SPEC §10.4); a trigger takes each
+	// out of the full-text index.
+	if err := d.exec(nil, `DELETE FROM insights WHERE user_id = ? AND created_at < ?`, v.id, d.p.cutoff); err != nil {
+		return err
+	}
 	for _, r := range v.rooms {
 		if err := d.exec(nil, `DELETE FROM participants
 			WHERE conversation_id = ? AND kind = 'user' AND participant_id = ? AND joined_at < ?`, r, v.id, d.p.cutoff); err != nil {
