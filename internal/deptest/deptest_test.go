@@ -50,11 +50,13 @@ var allowed = map[string][]string{
 	// The MCP endpoint serves a turn's bound actions; it knows no
 	// gateway, store or brain kind.
 	"mcpserver": {"brains"},
+	// Bot-to-bot chains (SPEC §10.6): pure decisions, no store.
+	"world/chains": nil,
 }
 
 // core lists the packages that must stay free of drivers and libraries of
 // the outside world, which forbiddenOutside names.
-var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention"}
+var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention", "world/chains"}
 
 var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",
