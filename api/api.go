@@ -55,6 +55,9 @@ type Server struct {
 	// Instances lists the gateway processes sharing the database; nil
 	// lists none.
 	Instances Instances
+	// Chains reports the bot-to-bot chains of group chats; nil lists
+	// none.
+	Chains Chains
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
 	// summarizes; nil answers that 503.
 	Metrics prometheus.Gatherer
@@ -90,6 +93,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/platforms", s.platforms)
 	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("GET /api/v1/instances", s.instances)
+	mux.HandleFunc("GET /api/v1/chains", s.chains)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})

@@ -40,7 +40,7 @@ func (g *Gateway) SetCrossbot(s chains.Settings) { g.crossbot.Store(&s) }
 func (g *Gateway) Crossbot() chains.Settings { return *g.crossbot.Load() }
 
 // Chains lists the group chats' chains, most recently active first.
-func (g *Gateway) Chains(ctx context.Context, limit int) ([]chains.State, error) {
+func (g *Gateway) Chains(ctx context.Context, limit int) ([]ChainInfo, error) {
 	return g.store.Chains(ctx, limit)
 }
 

@@ -27,9 +27,16 @@ type ChainStore interface {
 	// ChainTurn reports the chain step turn answers; ok is false when the
 	// turn is none.
 	ChainTurn(ctx context.Context, turn int64) (step ChainStep, ok bool, err error)
-	// Chains lists the stored chain States, most recently written first,
-	// at most limit.
-	Chains(ctx context.Context, limit int) ([]chains.State, error)
+	// Chains lists the States of the chats where a chain started, most
+	// recently written first, at most limit, with their chats' names.
+	Chains(ctx context.Context, limit int) ([]ChainInfo, error)
+}
+
+// ChainInfo is a chat's chain as the operator sees it.
+type ChainInfo struct {
+	chains.State
+	// ChatName is the group's name where the platform gave one.
+	ChatName string
 }
 
 // ChainAdvance is a judged bot message to store: the chat's new State and

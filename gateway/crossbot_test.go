@@ -59,7 +59,7 @@ func chainOf(t *testing.T, h *harness) chains.State {
 	}
 	for _, st := range list {
 		if st.Platform == "web" && st.Chat == "lobby" {
-			return st
+			return st.State
 		}
 	}
 	return chains.State{}

@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains"},
 	"store/dbcopy":       {"store/postgres", "store/sqlite"},
 	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains"},
-	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions"},
+	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world/chains"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
 	"platforms/discord":  {"chat", "delegation", "gateway", "outbox"},

@@ -185,12 +185,14 @@ func (s *Store) ChainTurn(ctx context.Context, turn int64) (gateway.ChainStep, b
 }
 
 // Chains implements gateway.ChainStore.
-func (s *Store) Chains(ctx context.Context, limit int) ([]chains.State, error) {
-	out := []chains.State{}
-	err := s.pooled(ctx).each(`SELECT `+chainColumns+` FROM crossbot_chains
-		ORDER BY updated_at DESC, platform, chat_id LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
-		st, err := scanChain(rows)
-		out = append(out, st)
+func (s *Store) Chains(ctx context.Context, limit int) ([]gateway.ChainInfo, error) {
+	out := []gateway.ChainInfo{}
+	err := s.pooled(ctx).each(`SELECT `+chainColumns+`, COALESCE((SELECT c.name FROM conversations c
+			WHERE c.platform = x.platform AND c.chat_id = x.chat_id AND c.bot = ''), '')
+		FROM crossbot_chains x WHERE chain > 0 ORDER BY updated_at DESC, platform, chat_id LIMIT $1`, []any{limit}, func(rows pgx.Rows) error {
+		var name string
+		st, err := scanChain(rowWith{rows, &name})
+		out = append(out, gateway.ChainInfo{State: st, ChatName: name})
 		return err
 	})
 	if err != nil {
@@ -198,3 +200,12 @@ func (s *Store) Chains(ctx context.Context, limit int) ([]chains.State, error) {
 	}
 	return out, nil
 }
+
+// rowWith scans a row of chainColumns followed by more columns.
+type rowWith struct {
+	row  pgx.Row
+	more *string
+}
+
+// Scan reads dest, then the extra column.
+func (r rowWith) Scan(dest ...any) error { return r.row.Scan(append(dest, r.more)...) }

@@ -188,19 +188,31 @@ func (s *Store) ChainTurn(ctx context.Context, turn int64) (gateway.ChainStep, b
 }
 
 // Chains implements gateway.ChainStore.
-func (s *Store) Chains(ctx context.Context, limit int) ([]chains.State, error) {
-	rows, err := s.query(ctx, `SELECT `+chainColumns+` FROM crossbot_chains ORDER BY updated_at DESC, platform, chat_id LIMIT ?`, limit)
+func (s *Store) Chains(ctx context.Context, limit int) ([]gateway.ChainInfo, error) {
+	rows, err := s.query(ctx, `SELECT `+chainColumns+`, COALESCE((SELECT c.name FROM conversations c
+			WHERE c.platform = x.platform AND c.chat_id = x.chat_id AND c.bot = ''), '')
+		FROM crossbot_chains x WHERE chain > 0 ORDER BY updated_at DESC, platform, chat_id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: chains: %w", err)
 	}
 	defer rows.Close()
-	out := []chains.State{}
+	out := []gateway.ChainInfo{}
 	for rows.Next() {
-		st, err := scanChain(rows)
+		var name string
+		st, err := scanChain(rowWith{rows, &name})
 		if err != nil {
 			return nil, fmt.Errorf("store: chains: %w", err)
 		}
-		out = append(out, st)
+		out = append(out, gateway.ChainInfo{State: st, ChatName: name})
 	}
 	return out, rows.Err()
 }
+
+// rowWith scans a row of chainColumns followed by more columns.
+type rowWith struct {
+	row  scanner
+	more *string
+}
+
+// Scan reads dest, then the extra column.
+func (r rowWith) Scan(dest ...any) error { return r.row.Scan(append(dest, r.more)...) }

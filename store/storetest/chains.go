@@ -145,7 +145,7 @@ func testChains(t *testing.T, f Factory) {
 		t.Fatalf("AdvanceChain of another chat = %v, %v", ok, err)
 	}
 	list, err := s.Chains(ctx, 10)
-	if err != nil || len(list) != 2 || list[0].Platform != "telegram" || list[1].Chat != "lab" {
+	if err != nil || len(list) != 2 || list[0].Platform != "telegram" || list[1].Chat != "lab" || list[1].ChatName != "lab" {
 		t.Errorf("Chains = %+v, %v", list, err)
 	}
 	if list, err := s.Chains(ctx, 1); err != nil || len(list) != 1 {
