@@ -15,7 +15,11 @@ type ChainStore interface {
 	// ChainState returns the chain of a group chat as a bot message of
 	// it, msgID, is judged: the chat's State (Version 0 when none is
 	// stored; Platform and Chat are filled in then too) and the ID of
-	// the newest person's message of the chat before msgID (0: none).
+	// the newest person's message of the chat after the State's Mark and
+	// before msgID (0: none). Where each bot gets its own copy of a
+	// message (Telegram, Discord), the copies are one message: a copy
+	// stored after the Mark of a message (same author, time and text)
+	// whose first copy was stored shortly before it does not count.
 	ChainState(ctx context.Context, platform, chatID string, msgID int64) (st chains.State, personBefore int64, err error)
 	// AdvanceChain stores the State a judged message leads to and queues
 	// the turns of the bots that answer it, in one transaction, provided

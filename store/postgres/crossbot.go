@@ -50,7 +50,7 @@ func zeroOr(t time.Time) int64 {
 }
 
 // ChainState implements gateway.ChainStore. The State and the newest
-// person's message are read from one snapshot.
+// person's message since its mark are read from one snapshot.
 func (s *Store) ChainState(ctx context.Context, platform, chatID string, msgID int64) (chains.State, int64, error) {
 	var st chains.State
 	var person int64
@@ -64,9 +64,15 @@ func (s *Store) ChainState(ctx context.Context, platform, chatID string, msgID i
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
+		// Another bot's copy of the same message (same author, time and
+		// text) among the chat's last messages up to the mark makes a
+		// message an old one.
 		return t.scanOne(`SELECT COALESCE(MAX(m.id), 0) FROM conversations c JOIN messages m ON m.conversation_id = c.id
-			WHERE c.platform = $1 AND c.chat_id = $2 AND c.bot = '' AND m.id < $3 AND m.from_kind = 'human'`,
-			[]any{platform, chatID, msgID}, &person)
+			WHERE c.platform = $1 AND c.chat_id = $2 AND c.bot = '' AND m.id > $3 AND m.id < $4 AND m.from_kind = 'human'
+			AND NOT EXISTS (SELECT 1 FROM (SELECT o.from_kind, o.from_id, o.created_at, o.text FROM messages o
+					WHERE o.conversation_id = c.id AND o.id <= $3 ORDER BY o.id DESC LIMIT $5) o
+				WHERE o.from_kind = 'human' AND o.from_id = m.from_id AND o.created_at = m.created_at AND o.text = m.text)`,
+			[]any{platform, chatID, st.Mark, msgID, copiesWithin}, &person)
 	})
 	if err != nil {
 		return chains.State{}, 0, fmt.Errorf("store: chain state: %w", err)
@@ -119,6 +125,12 @@ func (s *Store) AdvanceChain(ctx context.Context, a gateway.ChainAdvance) ([]ses
 	}
 	return turns, true, nil
 }
+
+// copiesWithin is how many of a chat's messages before a judged bot
+// message's mark are searched for an earlier copy of a person's message:
+// on Telegram and Discord each bot gets its own copy, stored as it
+// comes, and a copy is no new message.
+const copiesWithin = 64
 
 // errChainMoved rolls back a judgement whose State another writer
 // changed after it was read.

@@ -49,7 +49,7 @@ func zeroOr(t time.Time) int64 {
 }
 
 // ChainState implements gateway.ChainStore. The State and the newest
-// person's message are read in one view.
+// person's message since its mark are read in one view.
 func (s *Store) ChainState(ctx context.Context, platform, chatID string, msgID int64) (chains.State, int64, error) {
 	st := chains.State{Platform: platform, Chat: chatID}
 	var person int64
@@ -65,10 +65,16 @@ func (s *Store) ChainState(ctx context.Context, platform, chatID string, msgID i
 		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
+		// Another bot's copy of the same message (same author, time and
+		// text) among the chat's last messages up to the mark makes a
+		// message an old one.
 		var id sql.NullInt64
 		err = t.scanOne(`SELECT MAX(m.id) FROM conversations c JOIN messages m ON m.conversation_id = c.id
-			WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.id < ? AND m.from_kind = 'human'`,
-			[]any{platform, chatID, msgID}, &id)
+			WHERE c.platform = ? AND c.chat_id = ? AND c.bot = '' AND m.id > ? AND m.id < ? AND m.from_kind = 'human'
+			AND NOT EXISTS (SELECT 1 FROM (SELECT o.from_kind, o.from_id, o.created_at, o.text FROM messages o
+					WHERE o.conversation_id = c.id AND o.id <= ? ORDER BY o.id DESC LIMIT ?) o
+				WHERE o.from_kind = 'human' AND o.from_id = m.from_id AND o.created_at = m.created_at AND o.text = m.text)`,
+			[]any{platform, chatID, st.Mark, msgID, st.Mark, copiesWithin}, &id)
 		person = id.Int64
 		return err
 	})
@@ -105,6 +111,12 @@ func (s *Store) AdvanceChain(ctx context.Context, a gateway.ChainAdvance) ([]ses
 	}
 	return turns, true, nil
 }
+
+// copiesWithin is how many of a chat's messages before a judged bot
+// message's mark are searched for an earlier copy of a person's message:
+// on Telegram and Discord each bot gets its own copy, stored as it
+// comes, and a copy is no new message.
+const copiesWithin = 64
 
 // errChainMoved rolls back a judgement whose State another writer
 // changed after it was read.

@@ -109,14 +109,14 @@ func testChains(t *testing.T, f Factory) {
 		t.Errorf("Priest's session holds %q, %v; want Finn's message", texts(hist), err)
 	}
 
-	// A person speaks after Finn's message: the newest person's message
-	// before a later one is theirs, not before Finn's.
+	// A person speaks after Finn's message (the mark): they spoke since
+	// the mark before a later message, not before Finn's.
 	later := appendInbound(t, s, group("lab", "bob", "g2", "enough, you two"))
-	if _, before, _ := s.ChainState(ctx, "web", "lab", second); before != person {
-		t.Errorf("person before Finn's message = %d, want %d", before, person)
+	if _, before, _ := s.ChainState(ctx, "web", "lab", second); before != 0 {
+		t.Errorf("person since the mark before Finn's message = %d, want none", before)
 	}
 	if _, before, _ := s.ChainState(ctx, "web", "lab", later.Message.ID+1); before != later.Message.ID {
-		t.Errorf("person before a later message = %d, want %d", before, later.Message.ID)
+		t.Errorf("person since the mark before a later message = %d, want %d", before, later.Message.ID)
 	}
 
 	// After a restart: the State, the pending steps and their chain.
@@ -135,15 +135,34 @@ func testChains(t *testing.T, f Factory) {
 		t.Errorf("ChainTurn of Priest's step = %+v, %v, %v", step, ok, err)
 	}
 
-	// Another chat has a State of its own; the list is newest first.
-	other := chains.State{Platform: "telegram", Chat: "-100", Chain: 1, Status: chains.Ended, Steps: 1, LastAt: now()}
-	msg := appendInbound(t, s, gateway.Inbound{Message: chat.Message{
-		Platform: "telegram", ChatID: "-100", ChatType: chat.Group, PlatformMsgID: "5", Kind: chat.KindChat,
-		From: chat.Party{Kind: chat.Human, ID: "telegram-1", Name: "Cy"}, UserID: "telegram-1", Bot: "matty", Text: "hi", Time: now(),
-	}})
+	// On Telegram each bot gets its own copy of a person's message: a
+	// copy stored after the mark of a message whose first copy came
+	// before it is no new message.
+	// Each copy has its own message ID (as in Telegram's basic groups),
+	// the same author, time and text.
+	sent := now()
+	copyOf := func(bot, msgID, text string) gateway.InboundResult {
+		return appendInbound(t, s, gateway.Inbound{Message: chat.Message{
+			Platform: "telegram", ChatID: "-100", ChatType: chat.Group, PlatformMsgID: msgID, Kind: chat.KindChat,
+			From: chat.Party{Kind: chat.Human, ID: "telegram-1", Name: "Cy"}, UserID: "telegram-1", Bot: bot, Text: text, Time: sent,
+		}})
+	}
+	msg := copyOf("matty", "5", "hi")
+	other := chains.State{Platform: "telegram", Chat: "-100", Chain: 1, Status: chains.Ended, Steps: 1, LastAt: now(), Mark: msg.Message.ID}
 	if _, ok, err := s.AdvanceChain(ctx, gateway.ChainAdvance{State: other, Message: msg.Message.ID, At: now()}); err != nil || !ok {
 		t.Fatalf("AdvanceChain of another chat = %v, %v", ok, err)
 	}
+	finnsCopy := copyOf("finn", "6", "hi")
+	if _, before, err := s.ChainState(ctx, "telegram", "-100", finnsCopy.Message.ID+1); err != nil || before != 0 {
+		t.Errorf("a late copy counts as a new message: %d, %v", before, err)
+	}
+	copyOf("finn", "7", "and now?")
+	fresh := copyOf("matty", "8", "and now?")
+	if _, before, err := s.ChainState(ctx, "telegram", "-100", fresh.Message.ID+1); err != nil || before != fresh.Message.ID {
+		t.Errorf("person since the mark = %d, %v; want %d (the newest copy of a new message)", before, err, fresh.Message.ID)
+	}
+
+	// Another chat has a State of its own; the list is newest first.
 	list, err := s.Chains(ctx, 10)
 	if err != nil || len(list) != 2 || list[0].Platform != "telegram" || list[1].Chat != "lab" || list[1].ChatName != "lab" {
 		t.Errorf("Chains = %+v, %v", list, err)
