@@ -55,6 +55,8 @@ type Server struct {
 	// Instances lists the gateway processes sharing the database; nil
 	// lists none.
 	Instances Instances
+	// Findings is the findings board; nil answers its endpoints 501.
+	Findings Findings
 	// Chains reports the bot-to-bot chains of group chats; nil lists
 	// none.
 	Chains Chains
@@ -91,6 +93,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/delegations/{id}", s.getDelegation)
 	mux.HandleFunc("GET /api/v1/artifacts/{id}", s.artifact)
 	mux.HandleFunc("GET /api/v1/platforms", s.platforms)
+	mux.HandleFunc("GET /api/v1/findings", s.listFindings)
+	mux.HandleFunc("POST /api/v1/findings", s.postFinding)
+	mux.HandleFunc("GET /api/v1/stages", s.listStages)
+	mux.HandleFunc("POST /api/v1/stages", s.startStage)
+	mux.HandleFunc("POST /api/v1/stages/release", s.releaseStage)
 	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("GET /api/v1/instances", s.instances)
 	mux.HandleFunc("GET /api/v1/chains", s.chains)

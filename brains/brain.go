@@ -7,6 +7,7 @@ package brains
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -21,8 +22,8 @@ import (
 // the bot's behalf and logs the error, so the error text may be detailed
 // but must not contain secrets.
 //
-// The turn's slices (History, GroupHistory, Team, Context, and the
-// delegation's) belong to the gateway, which may share them between
+// The turn's slices (History, GroupHistory, Team, Context, Findings, and
+// the delegation's) belong to the gateway, which may share them between
 // turns: a brain reads them and does not write into them, and copies what
 // it keeps past its return.
 type Brain interface {
@@ -66,11 +67,26 @@ type Turn struct {
 	// Team lists the bots this bot may hand work to.
 	Team []Mate
 	// Context holds extra blocks the gateway injects into the prompt
-	// (findings, insights, memories, …), each rendered under its title.
+	// (insights, memories, …), each rendered under its title.
 	Context []Block
+	// Findings are the newest findings of the turn's space that its bot
+	// may see (SPEC §10.2), oldest first: shown to script templates as
+	// .Findings and to models as the SHARED FINDINGS block.
+	Findings []Finding
 	// Actions are the actions the turn may take, bound to its bot,
 	// person and space; nil when it may take none (a public bot).
 	Actions Actions
+}
+
+// Finding is one finding of the shared board as a turn sees it.
+type Finding struct {
+	// Bot is the author's display name, BotID its ID.
+	Bot, BotID string
+	// Severity is low, medium, high or critical.
+	Severity string
+	Text     string
+	// Stage is the stage it was posted in, "" for none.
+	Stage string
 }
 
 // Mate is a bot the answering bot may hand work to.
@@ -170,6 +186,9 @@ const ClosingSentence = "This is the last message in this conversation chain; cl
 type Expected struct {
 	Name      string
 	MediaType string
+	// Schema, when set, is a JSON Schema the output's content must pass
+	// (asked for by a delegate action; a delegated turn is not shown it).
+	Schema json.RawMessage
 }
 
 // Reply is what a brain says back.
@@ -180,16 +199,16 @@ type Reply struct {
 	// ResumeID, when not empty, replaces the session's stored resume
 	// handle for the next turn.
 	ResumeID string
-	// Handoffs are hand-offs the brain asked for by other means than text
-	// (a model's delegate tool call). The gateway routes them through the
-	// same router and limits as typed triggers.
-	Handoffs []Handoff
 }
 
-// Handoff asks the gateway to hand a task to another bot.
+// Handoff asks the gateway to hand a task to another bot: what a turn's
+// delegate actions collect (Turn.Actions). The gateway routes them
+// through the same router and limits as triggers typed in the reply.
 type Handoff struct {
 	Bot  string
 	Task string
+	// Expected are the outputs the task must produce.
+	Expected []Expected
 }
 
 // Artifact is a named piece of content a turn consumed or produced.

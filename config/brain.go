@@ -69,7 +69,34 @@ type Rule struct {
 	Reply string `yaml:"reply"`
 	// Artifacts are files the rule produces alongside the reply.
 	Artifacts []ArtifactTemplate `yaml:"artifacts"`
+	// Actions are what the rule does in the shared world once its reply
+	// is made (SPEC §10.1), in order: each item names one action with
+	// its arguments, {post_finding: {text: '{{index .Match 1}}', severity:
+	// high}}, each argument a Go text/template.
+	Actions []ActionCall `yaml:"actions"`
 }
+
+// ActionCall is one item of a rule's actions list: one action's name
+// with its arguments. Validation refuses an item naming no action or
+// several.
+type ActionCall map[string]map[string]ArgText
+
+// Name and Args are the item's action and arguments; ok is false when it
+// does not name exactly one action.
+func (a ActionCall) Name() (name string, args map[string]ArgText, ok bool) {
+	if len(a) != 1 {
+		return "", nil, false
+	}
+	for n, as := range a {
+		name, args = n, as
+	}
+	return name, args, true
+}
+
+// ArgText is an action argument as written: a template. A YAML number or
+// boolean is taken as its text ("0.9", "true"), which the action parses
+// as its type asks.
+type ArgText string
 
 // ArtifactTemplate describes one artifact a script rule produces.
 type ArtifactTemplate struct {

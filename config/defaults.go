@@ -19,6 +19,7 @@ const (
 	DefaultCrossbotCooldown          = 6 * time.Hour
 	DefaultCrossbotBurst             = 30 * time.Second
 	DefaultRetentionAnonymous        = 30 * 24 * time.Hour
+	DefaultSharedFindingsInject      = 15
 	// Limits of the web widget (SPEC §12).
 	DefaultWebMaxConnectionsPerIP           = 100
 	DefaultWebMaxMessagesPerSecondPerPerson = 5.0
@@ -49,6 +50,7 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "gateway.crossbot.burst", &g.Crossbot.Burst, DefaultCrossbotBurst)
 	setIfOmitted(doc, "gateway.crossbot.enabled", &g.Crossbot.Enabled, true)
 	setIfOmitted(doc, "gateway.retention.anonymous", &g.Retention.Anonymous, DefaultRetentionAnonymous)
+	setIfOmitted(doc, "shared.findings.inject", &cfg.Shared.Findings.Inject, DefaultSharedFindingsInject)
 
 	for i := range cfg.Bots {
 		b := &cfg.Bots[i]

@@ -57,3 +57,23 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 	}
 	return ParseDuration(data.(string))
 }
+
+// argTextType is the type of an action argument's text.
+var argTextType = reflect.TypeOf(ArgText(""))
+
+// argTextHook decodes a YAML scalar into an ArgText: a number or a
+// boolean as its text, as written.
+func argTextHook(from, to reflect.Type, data any) (any, error) {
+	if to != argTextType {
+		return data, nil
+	}
+	switch v := data.(type) {
+	case float64:
+		return ArgText(strconv.FormatFloat(v, 'g', -1, 64)), nil
+	case float32:
+		return ArgText(strconv.FormatFloat(float64(v), 'g', -1, 32)), nil
+	case int, int64, uint64, bool:
+		return ArgText(fmt.Sprint(v)), nil
+	}
+	return data, nil
+}

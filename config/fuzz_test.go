@@ -23,6 +23,8 @@ func FuzzLoad(f *testing.F) {
 		"gateway: {web: {a: 1, b: 2, c: 3}}\n",
 		"gateway: {database_env: SB_DB, database: 'postgres://u:p@h/db'}\n" + minimalBots,
 		"bots:\n  - {id: a, brain: {kind: script, rules: [{match: '(', reply: '{{'}]}}\n",
+		"bots:\n  - {id: a, brain: {kind: script, rules: [{match: x, actions: [{post_finding: {text: 1, severity: [x]}}, {a: {}, b: {}}, {c: x}]}]}}\n",
+		"shared: {findings: {inject: -3}}\n" + minimalBots,
 	} {
 		f.Add([]byte(s))
 	}

@@ -122,6 +122,7 @@ func readFile(dir, name string) ([]byte, Errors, error) {
 type botsDoc struct {
 	Gateway Gateway `yaml:"gateway"`
 	Bots    []Bot   `yaml:"bots"`
+	Shared  Shared  `yaml:"shared"`
 }
 
 // parse builds a Config from the two files' content.
@@ -131,7 +132,7 @@ func parse(dir string, botsData, usersData []byte, o options) (*Config, error) {
 	br := decodeFile(BotsFile, botsData, &bots)
 	ur := decodeFile(UsersFile, usersData, &cfg.Users)
 	if br.doc != nil {
-		cfg.Gateway, cfg.Bots = bots.Gateway, bots.Bots
+		cfg.Gateway, cfg.Bots, cfg.Shared = bots.Gateway, bots.Bots, bots.Shared
 		applyBotsDefaults(cfg, br.doc)
 		validateBots(br, cfg, o)
 	}
@@ -175,7 +176,7 @@ func decodeFile(file string, data []byte, out any) *report {
 	}
 	err := v.Unmarshal(out, func(dc *mapstructure.DecoderConfig) {
 		// Viper's own hooks, with durations of days.
-		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, mapstructure.StringToSliceHookFunc(","))
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(durationHook, argTextHook, mapstructure.StringToSliceHookFunc(","))
 		dc.TagName = "yaml"
 		dc.ErrorUnused = true
 		dc.WeaklyTypedInput = false

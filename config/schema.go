@@ -56,8 +56,14 @@ func (c *shapeChecker) value(n *yaml.Node, t reflect.Type, path string) {
 		c.duration(n, path)
 	case t.Kind() == reflect.Pointer:
 		c.value(n, t.Elem(), path)
+	case t == argTextType:
+		// An action's argument: text, or a number or boolean taken as
+		// its text.
+		c.scalar(n, path, "a string, a number or true or false", "!!str", "!!int", "!!float", "!!bool")
 	case t.Kind() == reflect.Struct:
 		c.mapping(n, t, path)
+	case t.Kind() == reflect.Map:
+		c.dict(n, t, path)
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			c.wrong(n, path, "a list")
@@ -164,6 +170,26 @@ func (c *shapeChecker) mapping(n *yaml.Node, t reflect.Type, path string) {
 			continue
 		}
 		c.value(e.v, f.Type, key)
+	}
+}
+
+// dict checks n as the map type t: any plain keys, each once, whose
+// values are checked against t's element type.
+func (c *shapeChecker) dict(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		c.wrong(n, path, "a mapping")
+		return
+	}
+	for _, e := range entries(n) {
+		key := joinKey(path, e.key)
+		switch {
+		case e.k.Kind != yaml.ScalarNode:
+			c.r.structuralf(path, e.k.Line, "a key must be a plain name, got %s", describe(e.k))
+		case e.dupOf != nil:
+			c.r.structuralf(key, e.k.Line, "duplicate key (first set on line %d)", e.dupOf.Line)
+		default:
+			c.value(e.v, t.Elem(), key)
+		}
 	}
 }
 

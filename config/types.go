@@ -24,6 +24,8 @@ type Config struct {
 	Gateway Gateway
 	// Bots lists the bots in the order bots.yaml declares them.
 	Bots []Bot
+	// Shared is bots.yaml's shared section: the shared world (SPEC §10).
+	Shared Shared
 	// Users is the content of users.yaml.
 	Users Users
 	// Warnings are the problems found that do not stop the configuration
@@ -67,6 +69,20 @@ func (c *Config) Bot(id string) (*Bot, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Shared is the shared section of bots.yaml (SPEC §10). Every key takes
+// effect live.
+type Shared struct {
+	// Findings configures the findings board.
+	Findings SharedFindings `yaml:"findings"`
+}
+
+// SharedFindings is shared.findings.
+type SharedFindings struct {
+	// Inject is how many of a space's newest findings a prompt (and a
+	// script template's .Findings) gets (default 15); 0 gives none.
+	Inject int `yaml:"inject"`
 }
 
 // Gateway is the gateway section of bots.yaml.

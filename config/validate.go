@@ -22,6 +22,7 @@ var (
 // validateBots checks the gateway section and every bot.
 func validateBots(r *report, cfg *Config, o options) {
 	validateGateway(r, &cfg.Gateway)
+	validateShared(r, &cfg.Shared)
 	ids := map[string]int{} // bot ID → index of its first use
 	for i, b := range cfg.Bots {
 		key := fmt.Sprintf("bots[%d].id", i)
@@ -71,6 +72,11 @@ func validateGateway(r *report, g *Gateway) {
 	}
 	atLeast(r, "gateway.retention.anonymous", g.Retention.Anonymous, 0)
 	atLeast(r, "gateway.retention.messages", g.Retention.Messages, 0)
+}
+
+// validateShared checks the shared section.
+func validateShared(r *report, s *Shared) {
+	atLeast(r, "shared.findings.inject", s.Findings.Inject, 0)
 }
 
 // validateNames reports a name or alias that addresses two different bots,

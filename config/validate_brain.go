@@ -43,8 +43,8 @@ func validateScript(r *report, br *Brain, key string) {
 			r.errorf(k+".match", "invalid regular expression: %s",
 				strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
-		if rule.Reply == "" && len(rule.Artifacts) == 0 {
-			r.errorf(k+".reply", "required unless the rule produces artifacts")
+		if rule.Reply == "" && len(rule.Artifacts) == 0 && len(rule.Actions) == 0 {
+			r.errorf(k+".reply", "required unless the rule produces artifacts or takes actions")
 		}
 		checkTemplate(r, k+".reply", rule.Reply)
 		for j, a := range rule.Artifacts {
@@ -54,9 +54,28 @@ func validateScript(r *report, br *Brain, key string) {
 			}
 			checkTemplate(r, ak+".content", a.Content)
 		}
+		for j, a := range rule.Actions {
+			ak := fmt.Sprintf("%s.actions[%d]", k, j)
+			name, args, ok := a.Name()
+			switch {
+			case !ok:
+				r.errorf(ak, "an item names one action with its arguments, such as {post_finding: {text: '{{.Text}}', severity: high}}; this one names %d", len(a))
+				continue
+			case !actionNameRE.MatchString(name):
+				r.errorf(ak, "%q is not an action name, such as post_finding", name)
+				continue
+			}
+			for arg, text := range args {
+				checkTemplate(r, ak+"."+name+"."+arg, string(text))
+			}
+		}
 	}
 	checkTemplate(r, key+".default", br.Default)
 }
+
+// actionNameRE is what an action's name looks like; which actions exist
+// is checked where the registry is known (a BrainCheck).
+var actionNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 // ScriptTemplateFuncs names the helpers the script brain gives its
 // templates (brains/script.FuncNames; a test in cmd/switchboard keeps the

@@ -40,6 +40,9 @@ type Match struct {
 	Suggest string
 	// Task is the text of the task.
 	Task string
+	// Expected are the outputs the hand-off asks for (a delegate
+	// action's expected_outputs; a typed trigger asks for none).
+	Expected []Expected
 }
 
 // Parser finds triggers for one bot's trigger phrases against one set of

@@ -55,6 +55,8 @@ const (
 	NoticeMessage NoticeKind = "message"
 	// NoticeDelegation: a delegation record (Delegation) changed.
 	NoticeDelegation NoticeKind = "delegation"
+	// NoticeFinding: a finding (ID) of Space became visible.
+	NoticeFinding NoticeKind = "finding"
 )
 
 // Notice is news from another process sharing the database: it carries
@@ -71,6 +73,8 @@ type Notice struct {
 	// platform ID); Group says its chat is a group.
 	User  string
 	Group bool
+	// Space is a finding's space.
+	Space string
 }
 
 // SharedStore is what a gateway on a shared database reads to show its
@@ -169,6 +173,8 @@ func (g *Gateway) Noticed(n Notice) {
 				g.policy.Note(d.From, d.To, d.UserID, d.CreatedAt, d.Origin.Platform == "")
 			}
 			g.notify(d)
+		case NoticeFinding:
+			g.findingNoticed(ctx, n)
 		}
 	}()
 }

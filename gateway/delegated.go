@@ -40,7 +40,7 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 		timeout = bot.Timeout
 	}
 	stop := g.startTyping(to.Platform, bot.ID, to.ID)
-	reply, err := g.think(ctx, bot, t, timeout, to)
+	reply, asked, err := g.think(ctx, log, bot, t, timeout, to)
 	stop()
 	if ctx.Err() != nil {
 		return o
@@ -84,8 +84,8 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 	o = g.callBack(o, roster, d, to, delegation.Callback(bot.ID, d.Task, shown), delegation.Finished(bot.Name, shown))
 
 	// The reply may hand work on: a nested delegation at depth + 1.
-	if text != "" || len(reply.Handoffs) > 0 {
-		if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, reply.Handoffs, &d, to, true); ok {
+	if text != "" || len(asked) > 0 {
+		if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, asked, &d, to, true); ok {
 			o.Handoffs = hs
 			if note != "" {
 				o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))

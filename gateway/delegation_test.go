@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -536,15 +537,20 @@ func TestGroupHandOffAnswersInTheGroup(t *testing.T) {
 	quiet(t, h.plat) // no notice: the answer is where the question was
 }
 
-// A brain's tool-call hand-off goes through the same router and limits.
+// A brain's delegate actions go through the same router and limits.
 func TestBrainHandoffsAreRouted(t *testing.T) {
 	var team []brains.Mate
 	var mu sync.Mutex
-	tool := brainFunc(func(_ context.Context, tr brains.Turn) (brains.Reply, error) {
+	tool := brainFunc(func(ctx context.Context, tr brains.Turn) (brains.Reply, error) {
 		mu.Lock()
 		team = tr.Team
 		mu.Unlock()
-		return brains.Reply{Text: "I'll get Finn on it.", Handoffs: []brains.Handoff{{Bot: "finnshipley", Task: "paint the fence"}, {Bot: "priest", Task: "bless it"}}}, nil
+		for _, args := range []string{`{"bot": "finnshipley", "task": "paint the fence"}`, `{"bot": "priest", "task": "bless it"}`} {
+			if _, err := tr.Actions.Call(ctx, "delegate", json.RawMessage(args)); err != nil {
+				return brains.Reply{}, err
+			}
+		}
+		return brains.Reply{Text: "I'll get Finn on it."}, nil
 	})
 	finn := dbot("finnshipley", "Finn Shipley", scripted(t, finnDefault))
 	finn.Persona = "You are Finn, the builder.\nYou ship."

@@ -51,9 +51,11 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 			present = room.Bots
 		}
 	}
+	// A stage command is the gateway's to answer, not a bot's.
+	stage, isStage := g.stageCommandOf(ev, roster)
 	var turns []sessions.Request
 	var focused *FocusKey
-	if !ev.Sender.IsBot {
+	if !ev.Sender.IsBot && !isStage {
 		addrs, err := g.addressed(ctx, ev, roster, present)
 		if err == nil && ev.ChatType == chat.Group {
 			// A person's focus in the group (SPEC §10.3).
@@ -93,6 +95,9 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 			woken = append(woken, t.SessionID)
 		}
 		g.runner.Wake(woken...)
+		if isStage {
+			g.runStageCommand(ctx, ev, user, res.Message, stage)
+		}
 	}
 	return rec, nil
 }

@@ -61,6 +61,12 @@ type Options struct {
 	// Shared is set when other processes share the database (SPEC §11):
 	// see Noticed, Resync and TakeOver.
 	Shared SharedStore
+	// Actions binds the action registry to each turn; turns get no
+	// actions when nil.
+	Actions ActionBinder
+	// Findings is the findings board; turns see no findings and stage
+	// commands are ordinary messages when nil.
+	Findings Findings
 }
 
 // Gateway is the pipeline. Its configuration (the roster of bots, the
@@ -74,13 +80,13 @@ type Gateway struct {
 	obs      Observer
 	log      *slog.Logger
 	now      func() time.Time
+	actions  ActionBinder
+	findings Findings
 
 	roster     atomic.Pointer[Roster]
 	users      atomic.Pointer[identity.Directory]
 	delegation atomic.Pointer[DelegationSettings]
 	policy     *delegation.Policy
-	// binder makes each turn's actions (SetActions); none when nil.
-	binder atomic.Pointer[Binder]
 	// crossbot holds the bot-to-bot chain settings (crossbot.go);
 	// chainReplies the turns whose group messages are judged once
 	// stored (turn ID → chainReply).
@@ -125,6 +131,7 @@ func New(opts Options) *Gateway {
 	}
 	g := &Gateway{
 		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now, shared: opts.Shared,
+		actions: opts.Actions, findings: opts.Findings,
 		platforms: make(map[string]Platform), started: make(chan struct{}),
 		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}

@@ -28,9 +28,13 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 	if parser, found := roster.Parser(bot.ID); found {
 		matches = parser.Find(text)
 	}
-	// Hand-offs a brain asked for by tool call go through the same checks.
+	// Hand-offs the turn's delegate actions asked for go through the same
+	// checks.
 	for _, h := range extra {
 		m := delegation.Match{Written: h.Bot, At: true, Task: strings.TrimSpace(h.Task)}
+		for _, e := range h.Expected {
+			m.Expected = append(m.Expected, delegation.Expected{Name: e.Name, MediaType: e.MediaType, Schema: e.Schema})
+		}
 		if b, ok := roster.Bot(h.Bot); ok {
 			m.Bot = b.ID
 		} else if b, ok := roster.ByName(h.Bot); ok {
@@ -72,7 +76,7 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 		rec := delegation.Record{
 			ID: "dlg-" + uuid.NewString(), Kind: delegation.KindHandoff, From: bot.ID, To: m.Bot,
 			UserID: user.ID, UserName: user.Name, Task: m.Task, Depth: depth, Status: delegation.StatusQueued,
-			Origin: to, OriginSender: originSender(t, parent, to), FromSession: t.Ref.SessionID,
+			Origin: to, OriginSender: originSender(t, parent, to), FromSession: t.Ref.SessionID, Expected: m.Expected,
 		}
 		if parent != nil {
 			rec.ParentID = parent.ID

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world/actions"
 )
 
 // Help requests (SPEC §10.3) are delegation records of kind help, made by
@@ -27,16 +28,19 @@ import (
 // request came from.
 
 // MaxQuestion bounds a help request's question, in characters.
-const MaxQuestion = 4000
+const MaxQuestion = actions.MaxQuestion
+
+var _ actions.Helper = (*Gateway)(nil)
 
 // RequestHelp asks bot (an ID, a name or an alias, with or without '@')
-// question on behalf of a (SPEC §10.3). It never waits for the answer:
-// the request is stored, with the helper's turn, before it returns, and
-// the answer comes back as a turn of a's session. It returns what to tell
-// the asking bot. An error names the argument at fault; a refusal (an
-// unknown bot, a limit of SPEC §5, a public bot) wraps
-// brains.ErrActionRefused and is stored as a refused record.
-func (g *Gateway) RequestHelp(ctx context.Context, a Actor, bot, question string) (string, error) {
+// question on behalf of a, the caller of a turn's request_help action
+// (SPEC §10.3; world/actions.Help). It never waits for the answer: the
+// request is stored, with the helper's turn, before it returns, and the
+// answer comes back as a turn of a's session. It returns what to tell
+// the asking bot. Bad arguments are *actions.ArgumentErrors naming the
+// one at fault; a refusal (an unknown bot, a limit of SPEC §5, a public
+// bot) wraps brains.ErrActionRefused and is stored as a refused record.
+func (g *Gateway) RequestHelp(ctx context.Context, a actions.Caller, bot, question string) (string, error) {
 	if g.stopped.Load() {
 		return "", ErrStopped
 	}
@@ -44,11 +48,11 @@ func (g *Gateway) RequestHelp(ctx context.Context, a Actor, bot, question string
 	question = strings.TrimSpace(question)
 	switch {
 	case bot == "":
-		return "", errors.New("bot: missing: name the bot to ask")
+		return "", &actions.ArgumentError{Action: actions.RequestHelp, Arg: "bot", Problem: "missing: name the bot to ask"}
 	case question == "":
-		return "", errors.New("question: missing")
+		return "", &actions.ArgumentError{Action: actions.RequestHelp, Arg: "question", Problem: "missing"}
 	case utf8.RuneCountInString(question) > MaxQuestion:
-		return "", fmt.Errorf("question: longer than %d characters", MaxQuestion)
+		return "", &actions.ArgumentError{Action: actions.RequestHelp, Arg: "question", Problem: fmt.Sprintf("longer than %d characters", MaxQuestion)}
 	}
 	roster := g.roster.Load()
 	from, ok := roster.Bot(a.Bot)
@@ -68,7 +72,7 @@ func (g *Gateway) RequestHelp(ctx context.Context, a Actor, bot, question string
 	}
 	rec := delegation.Record{
 		ID: "dlg-" + uuid.NewString(), Kind: delegation.KindHelp, From: from.ID, To: bot,
-		UserID: a.User.ID, UserName: a.User.Name, Task: question, Depth: depth, Status: delegation.StatusQueued,
+		UserID: a.User, UserName: a.UserName, Task: question, Depth: depth, Status: delegation.StatusQueued,
 		Origin: a.Chat, OriginSender: a.Sender, FromSession: a.Session,
 	}
 	rec.ParentID = a.Delegation
@@ -88,7 +92,7 @@ func (g *Gateway) RequestHelp(ctx context.Context, a Actor, bot, question string
 	} else {
 		h.Record.To = target.ID
 		err := g.policy.Admit(delegation.Request{
-			From: from.ID, To: target.ID, FromName: from.Name, ToName: target.Name, User: a.User.ID,
+			From: from.ID, To: target.ID, FromName: from.Name, ToName: target.Name, User: a.User,
 			Chain: chain, Depth: depth, Allowed: from.Allows(target.ID), Public: from.Public || target.Public, Help: true,
 		})
 		if err != nil && !errors.As(err, &refusal) {
@@ -98,8 +102,8 @@ func (g *Gateway) RequestHelp(ctx context.Context, a Actor, bot, question string
 	if refusal != nil {
 		h.Record.Status, h.Record.Error = delegation.StatusRefused, refusal.Reason
 	} else {
-		h.Target = sessions.Key{Bot: target.ID, Scope: sessions.ScopeUser, ScopeID: a.User.ID}
-		h.Wrapper = delegation.HelpWrapper(from.Name, a.User.Name, question)
+		h.Target = sessions.Key{Bot: target.ID, Scope: sessions.ScopeUser, ScopeID: a.User}
+		h.Wrapper = delegation.HelpWrapper(from.Name, a.UserName, question)
 	}
 	turns, err := g.store.StartDelegations(ctx, []sessions.Handoff{h})
 	if err != nil {
@@ -138,7 +142,7 @@ func (g *Gateway) helpTurn(ctx context.Context, log *slog.Logger, roster *Roster
 	}
 	// No typing indicator: the person is not waiting on this bot. Its
 	// actions act from the chat the request came from (its space).
-	reply, err := g.think(ctx, bot, t, timeout, d.Origin)
+	reply, asked, err := g.think(ctx, log, bot, t, timeout, d.Origin)
 	if ctx.Err() != nil {
 		return o
 	}
@@ -154,9 +158,9 @@ func (g *Gateway) helpTurn(ctx context.Context, log *slog.Logger, roster *Roster
 	if answer == "" {
 		return g.failHelp(ctx, log, o, roster, d, "it produced an empty answer")
 	}
-	if len(reply.Handoffs) > 0 {
+	if len(asked) > 0 {
 		// An answer is said to nobody, so it hands nothing on.
-		log.Info("hand-offs in a help answer ignored", "delegation", d.ID, "count", len(reply.Handoffs))
+		log.Info("hand-offs in a help answer ignored", "delegation", d.ID, "count", len(asked))
 	}
 	o.ResumeID = reply.ResumeID
 	// Files are kept with the record; they are not shown either.
@@ -204,7 +208,7 @@ func (g *Gateway) helpFollowUp(ctx context.Context, log *slog.Logger, roster *Ro
 	if to.ID != "" {
 		stop = g.startTyping(to.Platform, bot.ID, to.ID)
 	}
-	reply, err := g.think(ctx, bot, t, bot.Timeout, d.Origin)
+	reply, asked, err := g.think(ctx, log, bot, t, bot.Timeout, d.Origin)
 	stop()
 	if ctx.Err() != nil {
 		return o
@@ -235,7 +239,7 @@ func (g *Gateway) helpFollowUp(ctx context.Context, log *slog.Logger, roster *Ro
 		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(o.Artifacts)), ""))
 	}
 	// The reply may hand work on, one deeper than the request.
-	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, reply.Handoffs, &d, to, true); ok {
+	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, asked, &d, to, true); ok {
 		o.Handoffs = hs
 		if note != "" {
 			o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))

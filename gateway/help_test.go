@@ -17,36 +17,9 @@ import (
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world/actions"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
-
-// helpActions are a turn's actions with request_help alone: the minimal
-// binding of the gateway's RequestHelp until the actions registry binds
-// them all.
-type helpActions struct {
-	g *gateway.Gateway
-	a gateway.Actor
-}
-
-func (h helpActions) Specs() []brains.ActionSpec {
-	return []brains.ActionSpec{{Name: "request_help", Description: "Ask another bot for help.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"bot":{"type":"string"},"question":{"type":"string"}},"required":["bot","question"]}`)}}
-}
-
-func (h helpActions) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
-	if name != "request_help" {
-		return "", fmt.Errorf("%w: no action %q", brains.ErrActionRefused, name)
-	}
-	var in struct{ Bot, Question string }
-	if err := json.Unmarshal(args, &in); err != nil {
-		return "", fmt.Errorf("arguments: %v", err)
-	}
-	return h.g.RequestHelp(ctx, h.a, in.Bot, in.Question)
-}
-
-// bindHelp gives every turn of h's gateway request_help.
-func bindHelp(h *harness) {
-	h.gw.SetActions(func(a gateway.Actor) brains.Actions { return helpActions{h.gw, a} })
-}
 
 // helpBrain asks ask (bot, question) for help on every turn that is
 // neither a help request nor its follow-up, and answers the rest with
@@ -123,7 +96,6 @@ func helpTeam(t *testing.T, allow ...string) (*harness, *helpBrain, *helpBrain) 
 		dbot("finnshipley", "Finn Shipley", finn, "mattyatlas"),
 	)
 	h.gw.SetDirectory(directory(t, identity.User{ID: "user-ann", Name: "Ann", Identities: []string{"web-ann"}}))
-	bindHelp(h)
 	return h, matty, finn
 }
 
@@ -197,10 +169,15 @@ func TestHelpRequest(t *testing.T) {
 	}
 }
 
-// TestHelpFromRoom: a request made in a group room is answered there.
+// TestHelpFromRoom: a request made in a group room is answered there,
+// and both its turns (the helper's and the follow-up) work in the
+// room's space: they see its board.
 func TestHelpFromRoom(t *testing.T) {
-	h, _, _ := helpTeam(t, "finnshipley")
+	h, matty, finn := helpTeam(t, "finnshipley")
 	h.openRoom("lab")
+	if _, err := h.board.Post(context.Background(), findings.Post{Space: "chat:web:lab", Bot: "scout", Text: "the lab's"}); err != nil {
+		t.Fatal(err)
+	}
 	ev := gateway.Event{Platform: "web", ChatID: "lab", ChatType: chat.Group, MessageID: "r1",
 		Sender: gateway.Sender{PlatformID: "web-ann", Name: "Ann"}, Text: "@matty how do we log in?",
 		Mentions: gateway.ParseMentions("@matty how do we log in?")}
@@ -208,6 +185,15 @@ func TestHelpFromRoom(t *testing.T) {
 	for _, want := range []string{"Let me ask around.", "Finn says: " + strings.ToUpper(secret)} {
 		if got := h.plat.next(t); got.ChatID != "lab" || got.Text != want {
 			t.Errorf("in %s: %q, want %q in lab", got.ChatID, got.Text, want)
+		}
+	}
+	turns := append(finn.seen(), matty.seen()...)
+	if len(turns) != 3 {
+		t.Fatalf("%d turns, want finn's and matty's two", len(turns))
+	}
+	for i, turn := range turns {
+		if len(turn.Findings) != 1 || turn.Findings[0].Text != "the lab's" {
+			t.Errorf("turn %d (%s, help %v) saw findings %+v, want the lab's", i, turn.Bot.ID, turn.Help != nil, turn.Findings)
 		}
 	}
 }
@@ -290,7 +276,7 @@ func TestHelpLimits(t *testing.T) {
 	})
 	t.Run("public", func(t *testing.T) {
 		h, _, _ := helpTeam(t, "finnshipley")
-		a := gateway.Actor{Bot: "mattyatlas", User: brains.User{ID: "user-ann", Name: "Ann"}}
+		a := actions.Caller{Bot: "mattyatlas", User: "user-ann", UserName: "Ann"}
 		bots := h.gw.Roster().Bots()
 		nb := *bots[1]
 		nb.Public = true
@@ -302,11 +288,11 @@ func TestHelpLimits(t *testing.T) {
 	})
 	t.Run("arguments", func(t *testing.T) {
 		h, _, _ := helpTeam(t, "finnshipley")
-		a := gateway.Actor{Bot: "mattyatlas", User: brains.User{ID: "user-ann", Name: "Ann"}}
+		a := actions.Caller{Bot: "mattyatlas", User: "user-ann", UserName: "Ann"}
 		for _, tc := range []struct{ bot, question, want string }{
-			{"", "q", "bot: missing"},
-			{"finn", " ", "question: missing"},
-			{"finn", strings.Repeat("x", gateway.MaxQuestion+1), "question: longer than 4000 characters"},
+			{"", "q", "request_help: bot: missing"},
+			{"finn", " ", "request_help: question: missing"},
+			{"finn", strings.Repeat("x", gateway.MaxQuestion+1), "request_help: question: longer than 4000 characters"},
 		} {
 			_, err := h.gw.RequestHelp(context.Background(), a, tc.bot, tc.question)
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) || errors.Is(err, brains.ErrActionRefused) {

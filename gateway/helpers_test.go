@@ -18,6 +18,8 @@ import (
 	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world/actions"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // brainFunc adapts a function to brains.Brain.
@@ -97,6 +99,8 @@ type harness struct {
 	obs gateway.Observer
 	// now, when set, is the gateway's clock.
 	now func() time.Time
+	// board is the findings board.
+	board *findings.Board
 }
 
 func newHarness(t testing.TB, bots ...*gateway.Bot) *harness {
@@ -117,7 +121,20 @@ func (h *harness) open(bots ...*gateway.Bot) {
 	if testing.Verbose() {
 		logger = slog.Default()
 	}
-	h.gw = gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: logger, Observer: h.obs, Now: h.now})
+	// The shared world as serve wires it: the registry with
+	// request_help (the gateway's) and post_finding, the board on the
+	// same store.
+	reg := actions.New()
+	board := findings.New(s, findings.Options{})
+	h.board = board
+	h.gw = gateway.New(gateway.Options{Store: s, Sessions: s, Outbox: s, Logger: logger, Observer: h.obs, Now: h.now,
+		Actions: reg, Findings: board})
+	for _, a := range []actions.Action{actions.Help(h.gw), findings.Action(board)} {
+		if err := reg.Register(a); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	board.OnVisible(h.gw.FindingsVisible)
 	h.gw.SetRoster(gateway.NewRoster(bots))
 	if h.platform != nil {
 		h.gw.AddPlatform(h.platform)

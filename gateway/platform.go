@@ -7,6 +7,7 @@ import (
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/outbox"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // Platform connects the gateway to one chat service (Telegram, Discord,
@@ -95,6 +96,11 @@ type Host interface {
 	// who must be a member. Refused like RoomHistory, and with
 	// ErrInvalidRequest when user cannot be a user ID.
 	InviteToRoom(ctx context.Context, platform, room, platformID, user string) error
+	// Findings returns the visible findings of a space the person may
+	// read (SPEC §10.2): their private space (r.Bot) or a room (r.Chat,
+	// refused like RoomHistory), newest r.Limit oldest first, with the
+	// space's name.
+	Findings(ctx context.Context, r FindingsRequest) (space string, items []findings.Finding, err error)
 	// Artifact returns an artifact with its content if platformID's
 	// person may read it: it is shown with a message that answers them
 	// or that is in a room they may read, or a hand-off for them made

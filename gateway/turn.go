@@ -83,7 +83,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	}
 
 	stop := g.startTyping(to.Platform, bot.ID, to.ID)
-	reply, err := g.think(ctx, bot, t, bot.Timeout, to)
+	reply, asked, err := g.think(ctx, log, bot, t, bot.Timeout, to)
 	stop()
 	if ctx.Err() != nil {
 		return o
@@ -107,9 +107,9 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	if text != "" || len(o.Artifacts) > 0 {
 		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(o.Artifacts)), ""))
 	}
-	// A reply may itself hand work on (SPEC §1), in its text or by a
-	// brain's tool call.
-	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, reply.Handoffs, nil, to, true); ok {
+	// A reply may itself hand work on (SPEC §1), in its text or by the
+	// turn's delegate actions.
+	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, asked, nil, to, true); ok {
 		o.Handoffs = hs
 		if note != "" {
 			o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))
@@ -152,12 +152,14 @@ func (g *Gateway) turnStored(o sessions.Outcome, done sessions.Done) {
 	g.judgeReplies(o, done)
 }
 
-// think runs the brain within timeout. where is the chat the turn's
-// reply goes to (empty when it is shown nowhere): its actions act from
-// there.
-func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout time.Duration, where chat.Ref) (brains.Reply, error) {
+// think runs the brain within timeout, with the shared world of the
+// turn's space (world.go). where is the chat the turn's reply goes to
+// (for a helper's turn, whose answer is shown nowhere, the chat its
+// request came from): its actions act from there. It returns the
+// brain's reply and the hand-offs the turn's delegate actions asked for.
+func (g *Gateway) think(ctx context.Context, log *slog.Logger, bot *Bot, t sessions.Turn, timeout time.Duration, where chat.Ref) (brains.Reply, []brains.Handoff, error) {
 	if bot.Brain == nil {
-		return brains.Reply{}, errors.New("bot has no brain")
+		return brains.Reply{}, nil, errors.New("bot has no brain")
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -183,7 +185,6 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout 
 		Text:      t.Text,
 		History:   entries(history),
 		Team:      roster.team(bot.ID),
-		Actions:   g.actions(bot, t, where),
 	}
 	if t.Delegation == nil {
 		turn.Crossbot = crossbotOf(ctx, t, &turn.User)
@@ -205,23 +206,32 @@ func (g *Gateway) think(ctx context.Context, bot *Bot, t sessions.Turn, timeout 
 			}
 		default:
 			if err := g.delegationOf(ctx, roster, &turn, t); err != nil {
-				return brains.Reply{}, err
+				return brains.Reply{}, nil, err
 			}
 		}
 	}
 	if turn.Group {
 		msgs, err := g.store.ChatMessages(ctx, group.Platform, group.ID, groupHistory)
 		if err != nil {
-			return brains.Reply{}, fmt.Errorf("group history: %w", err)
+			return brains.Reply{}, nil, fmt.Errorf("group history: %w", err)
 		}
 		if upTo != 0 {
 			msgs = before(msgs, upTo)
 		}
 		turn.GroupHistory = entries(msgs)
 	}
+	acts := g.bindWorld(ctx, log, roster, bot, t, &turn, where)
 	start := time.Now()
-	defer func() { g.obs.BrainTurn(bot.ID, bot.BrainKind, time.Since(start)) }()
-	return bot.Brain.Reply(ctx, turn)
+	reply, err := bot.Brain.Reply(ctx, turn)
+	g.obs.BrainTurn(bot.ID, bot.BrainKind, time.Since(start))
+	var asked []brains.Handoff
+	if acts != nil {
+		// The turn is over: its actions refuse further calls (an agent's
+		// straggling tool call), and what it asked to hand off is routed
+		// with its outcome.
+		asked = acts.End()
+	}
+	return reply, asked, err
 }
 
 // delegationOf tells the brain of turn the hand-off t carries: who asks,

@@ -7,10 +7,11 @@
 // the new message), asking for a streamed answer and accepting a plain
 // JSON one from servers that ignore "stream". 429 and 5xx answers and
 // connection failures are retried with exponential backoff and jitter,
-// honouring Retry-After, within the turn's timeout. When the bot may hand
-// work to others, the model is offered a delegate(bot, task) function
-// tool; its calls come back as brains.Reply.Handoffs for the gateway to
-// route through its delegation router and limits.
+// honouring Retry-After, within the turn's timeout. The turn's actions
+// (SPEC §10.1: delegate, post_finding, …) are offered as function tools
+// made from their schemas; the model's calls are carried out through the
+// turn's bound actions, whose results go back to it as tool messages
+// until it answers.
 package openai
 
 import (
@@ -125,8 +126,8 @@ type Brain struct {
 	log         *slog.Logger
 	retry       Retry
 
-	// noTools is set once the server refuses the delegate tool, so later
-	// turns do not ask again.
+	// noTools is set once the server refuses tools, so later turns do not
+	// offer them again.
 	noTools atomic.Bool
 
 	// sleep waits between attempts and jitter spreads backoffs; tests
@@ -191,46 +192,72 @@ func New(cfg Config) (*Brain, error) {
 	return b, nil
 }
 
-// Reply asks the model to answer t. The reply's text is the model's
-// content; its Handoffs are the delegate tool calls it made. An answer
-// with neither is an error, as are a malformed response, a refused
-// request and running out of time (which wraps
-// context.DeadlineExceeded). Errors name the URL called ("openai: POST
-// http://127.0.0.1:11434/v1/chat/completions: server answered 404 …")
-// and carry the server's own message, but never the API key, nor the
-// URL's user info or query.
+// Reply asks the model to answer t. The turn's actions (t.Actions) are
+// offered as function tools; the model's tool calls are carried out
+// through them and their results (or errors) sent back as tool messages,
+// and the conversation goes on until the model answers without calling
+// tools, at most maxToolRounds requests that call them. The reply's text
+// is what the model said in every round. An answer with no text whose
+// tool calls all failed, an empty answer, a malformed response, a
+// refused request and running out of time (which wraps
+// context.DeadlineExceeded) are errors. Errors name the URL called
+// ("openai: POST http://127.0.0.1:11434/v1/chat/completions: server
+// answered 404 …") and carry the server's own message, but never the API
+// key, nor the URL's user info or query.
 func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	log := b.log.With("brain", "openai", "bot", t.Bot.ID, "session", t.SessionID, "model", b.model)
 
-	tools := len(t.Team) > 0 && !b.noTools.Load()
-	p := prompt.Build(t, prompt.Options{ContextMessages: b.window, TokenBudget: b.budget, DelegateTool: tools})
-	ans, err := b.complete(ctx, log, b.request(p, t.Team, tools))
-	if errors.Is(err, errToolsUnsupported) {
-		// Small local models often lack tool support; the bot can still
-		// hand work over by writing a trigger.
-		log.Warn("server refused the delegate tool; continuing without tools", "err", err)
-		b.noTools.Store(true)
-		p = prompt.Build(t, prompt.Options{ContextMessages: b.window, TokenBudget: b.budget})
-		ans, err = b.complete(ctx, log, b.request(p, nil, false))
+	var specs []brains.ActionSpec
+	if t.Actions != nil && !b.noTools.Load() {
+		specs = t.Actions.Specs()
 	}
-	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("%w: %w", err, ctx.Err())
+	opts := prompt.Options{ContextMessages: b.window, TokenBudget: b.budget, DelegateTool: offers(specs, "delegate")}
+	msgs, tools := messages(prompt.Build(t, opts)), toolsOf(specs)
+	var said []string
+	acted, calls := 0, 0
+	for round := 1; ; round++ {
+		ans, err := b.complete(ctx, log, b.request(msgs, tools))
+		if errors.Is(err, errToolsUnsupported) && round == 1 && len(tools) > 0 {
+			// Small local models often lack tool support; the bot can
+			// still hand work over by writing a trigger.
+			log.Warn("server refused tools; continuing without them", "err", err)
+			b.noTools.Store(true)
+			opts.DelegateTool, tools = false, nil
+			msgs = messages(prompt.Build(t, opts))
+			ans, err = b.complete(ctx, log, b.request(msgs, nil))
 		}
-		return brains.Reply{}, err
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				err = fmt.Errorf("%w: %w", err, ctx.Err())
+			}
+			return brains.Reply{}, err
+		}
+		text := strings.TrimSpace(stripThinking(ans.content))
+		if text != "" {
+			said = append(said, text)
+		}
+		if len(ans.calls) == 0 || len(tools) == 0 {
+			break
+		}
+		if round == maxToolRounds {
+			log.Warn("the model still calls tools after the last round; answering with what it said", "rounds", round)
+			break
+		}
+		more, ok := runCalls(ctx, log, t.Actions, ans.content, ans.calls, round)
+		msgs = append(msgs, more...)
+		acted, calls = acted+ok, calls+len(ans.calls)
 	}
-
-	handoffs, bad := handoffs(log, ans.calls, t.Team)
-	text := strings.TrimSpace(stripThinking(ans.content))
-	if text == "" && len(handoffs) == 0 {
-		if bad != nil {
-			return brains.Reply{}, fmt.Errorf("openai: POST %s: the model answered only with unusable tool calls: %w", b.shownURL, bad)
-		}
+	text := strings.Join(said, "\n\n")
+	switch {
+	case text == "" && calls > 0 && acted == 0:
+		return brains.Reply{}, fmt.Errorf("openai: POST %s: the model answered only with tool calls that failed", b.shownURL)
+	case text == "" && acted == 0:
 		return brains.Reply{}, fmt.Errorf("openai: POST %s: %w", b.shownURL, brains.ErrEmptyReply)
 	}
-	return brains.Reply{Text: text, Handoffs: handoffs}, nil
+	// A turn that acted (handed work on, say) may have nothing to say.
+	return brains.Reply{Text: text}, nil
 }
 
 // sleep waits d or until ctx ends.

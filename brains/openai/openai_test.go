@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/brains/prompt"
+	"github.com/switchboard-chat/switchboard/world/actions"
 )
 
 // turn is a private turn of Matty Atlas with four messages of history.
@@ -29,14 +30,23 @@ func turn(text string) brains.Turn {
 	}
 }
 
-// teamTurn is turn with two mates Matty may hand work to.
-func teamTurn(text string) brains.Turn {
+// teamTurn is turn with two mates Matty may hand work to, and the
+// actions of a registry (delegate, and note when given) bound to it.
+func teamTurn(text string, more ...actions.Action) (brains.Turn, *actions.Turn) {
 	t := turn(text)
 	t.Team = []brains.Mate{
 		{ID: "finnshipley", Name: "Finn Shipley", Summary: "Builds features."},
 		{ID: "priest", Name: "Priest", Summary: "Reviews."},
 	}
-	return t
+	reg := actions.New()
+	for _, a := range more {
+		if err := reg.Register(a); err != nil {
+			panic(err)
+		}
+	}
+	acts := reg.Bind(actions.Caller{Bot: t.Bot.ID, User: t.User.ID, Space: "user:" + t.User.ID, Team: t.Team})
+	t.Actions = acts
+	return t, acts
 }
 
 // fixedTokens is the estimated size of t's system part and new message,
@@ -145,7 +155,7 @@ func TestStreamedReply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reply: %v", err)
 	}
-	if r.Text != "Start with the login page." || len(r.Handoffs) != 0 {
+	if r.Text != "Start with the login page." {
 		t.Errorf("reply = %+v", r)
 	}
 }

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/brains/prompt"
 )
 
@@ -18,29 +17,34 @@ type request struct {
 
 // chatMessage is a message as sent. The speaker's name is not sent:
 // several servers reject the field, and the prompt labels speakers where
-// it matters.
+// it matters. An assistant's message that called tools carries the
+// calls, and each call's result follows as a "tool" message.
 type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string    `json:"role"`
+	Content    string    `json:"content"`
+	ToolCalls  []callOut `json:"tool_calls,omitempty"`
+	ToolCallID string    `json:"tool_call_id,omitempty"`
 }
 
-// request builds the body for prompt p, offering the delegate tool for
-// team when withTools is set.
-func (b *Brain) request(p prompt.Prompt, team []brains.Mate, withTools bool) request {
+// messages are the chat messages of prompt p: the system part, then the
+// kept history and the new message.
+func messages(p prompt.Prompt) []chatMessage {
 	msgs := make([]chatMessage, 0, len(p.Messages)+1)
 	msgs = append(msgs, chatMessage{Role: prompt.RoleSystem, Content: p.System})
 	for _, m := range p.Messages {
 		msgs = append(msgs, chatMessage{Role: m.Role, Content: m.Content})
 	}
-	r := request{
+	return msgs
+}
+
+// request builds the body for msgs, offering tools.
+func (b *Brain) request(msgs []chatMessage, tools []tool) request {
+	return request{
 		Model:       b.model,
 		Messages:    msgs,
 		Stream:      true,
 		Temperature: b.temperature,
 		MaxTokens:   max(b.maxTokens, 0),
+		Tools:       tools,
 	}
-	if withTools && len(team) > 0 {
-		r.Tools = []tool{delegateTool(team)}
-	}
-	return r
 }

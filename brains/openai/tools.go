@@ -1,19 +1,18 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 
 	"github.com/switchboard-chat/switchboard/brains"
 )
 
-// DelegateTool is the name of the function tool offered to a bot that
-// may hand work to others.
-const DelegateTool = "delegate"
+// maxToolRounds bounds the requests of one turn that may answer with tool
+// calls: a model that still calls tools after them answers with what it
+// has said.
+const maxToolRounds = 8
 
 // tool is a function tool as the API describes it.
 type tool struct {
@@ -22,38 +21,30 @@ type tool struct {
 }
 
 type toolFunction struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Parameters  map[string]any `json:"parameters"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// delegateTool describes delegate(bot, task), bot being one of the
-// team's IDs.
-func delegateTool(team []brains.Mate) tool {
-	ids := make([]string, 0, len(team))
-	for _, m := range team {
-		ids = append(ids, m.ID)
+// toolsOf makes the function tools of the actions a turn is offered
+// (SPEC §10.1): each action a tool of the same name, its schema the
+// tool's parameters.
+func toolsOf(specs []brains.ActionSpec) []tool {
+	out := make([]tool, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, tool{Type: "function", Function: toolFunction{Name: s.Name, Description: s.Description, Parameters: s.Schema}})
 	}
-	return tool{Type: "function", Function: toolFunction{
-		Name: DelegateTool,
-		Description: "Hand a task to another bot of your team. That bot does the work and answers the user " +
-			"itself; you are told the result later. Use it when the task is that bot's job, not yours.",
-		Parameters: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"bot": map[string]any{
-					"type":        "string",
-					"enum":        ids,
-					"description": "The ID of the bot to hand the task to.",
-				},
-				"task": map[string]any{
-					"type":        "string",
-					"description": "What the bot should do, complete enough to act on without this conversation.",
-				},
-			},
-			"required": []string{"bot", "task"},
-		},
-	}}
+	return out
+}
+
+// offers reports whether specs offer the action called name.
+func offers(specs []brains.ActionSpec, name string) bool {
+	for _, s := range specs {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // toolCall is a complete tool call from the model.
@@ -63,44 +54,52 @@ type toolCall struct {
 	Arguments string
 }
 
-// errBadToolCall is the cause for tool calls that are not a usable
-// delegate call.
-var errBadToolCall = errors.New("unusable tool call")
+// callOut is a tool call as a request repeats it in the assistant's
+// message.
+type callOut struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
 
-// handoffs turns the model's delegate calls into hand-offs. Calls of
-// other tools, and delegate calls with malformed arguments, are logged
-// and skipped; bad reports the last of them. A bot given by name or
-// with an '@' is mapped to its ID; one not in the team is passed on for
-// the gateway's router to refuse with its usual explanation.
-func handoffs(log *slog.Logger, calls []toolCall, team []brains.Mate) (out []brains.Handoff, bad error) {
-	for _, c := range calls {
-		if c.Name != DelegateTool {
-			bad = fmt.Errorf("%w: unknown tool %s", errBadToolCall, toolName(c.Name))
-			log.Warn("model called an unknown tool; ignored", "tool", toolName(c.Name))
-			continue
+// runCalls carries out the model's tool calls of one round through the
+// turn's actions and returns the assistant's message that made them and
+// one tool message per call with its result, or its error as the
+// result (SPEC §10.1). ok counts the calls that succeeded.
+func runCalls(ctx context.Context, log *slog.Logger, acts brains.Actions, content string, calls []toolCall, round int) (msgs []chatMessage, ok int) {
+	said := chatMessage{Role: "assistant", Content: content}
+	var results []chatMessage
+	for i, c := range calls {
+		if c.ID == "" {
+			// Some servers leave IDs out; the results still need one.
+			c.ID = "call_" + strconv.Itoa(round) + "_" + strconv.Itoa(i)
 		}
-		var args struct {
-			Bot  string `json:"bot"`
-			Task string `json:"task"`
+		args := c.Arguments
+		if args == "" {
+			args = "{}"
 		}
-		// The arguments are the model's words (a task quotes the
-		// conversation): the debug log only (SPEC §8).
-		if err := json.Unmarshal([]byte(c.Arguments), &args); err != nil {
-			bad = fmt.Errorf("%w: delegate arguments are not a JSON object (%d bytes): %v", errBadToolCall, len(c.Arguments), err)
-			log.Warn("delegate call with malformed arguments; ignored", "err", err)
-			log.Debug("delegate call with malformed arguments", "arguments", c.Arguments)
-			continue
+		var out callOut
+		out.ID, out.Type = c.ID, "function"
+		out.Function.Name, out.Function.Arguments = c.Name, args
+		said.ToolCalls = append(said.ToolCalls, out)
+
+		result, err := acts.Call(ctx, c.Name, json.RawMessage(args))
+		if err != nil {
+			// The arguments are the model's words (a finding quotes the
+			// conversation): the debug log only (SPEC §8). The error
+			// names the argument, never its value.
+			log.Info("tool call refused", "tool", toolName(c.Name), "err", err)
+			log.Debug("tool call refused", "tool", toolName(c.Name), "arguments", args)
+			result = "Error: " + err.Error()
+		} else {
+			ok++
 		}
-		bot, task := teamID(args.Bot, team), strings.TrimSpace(args.Task)
-		if bot == "" || task == "" {
-			bad = fmt.Errorf("%w: delegate needs a bot and a task (bot given: %t, task given: %t)", errBadToolCall, bot != "", task != "")
-			log.Warn("delegate call without a bot or a task; ignored", "bot_given", bot != "", "task_given", task != "")
-			log.Debug("delegate call without a bot or a task", "arguments", c.Arguments)
-			continue
-		}
-		out = append(out, brains.Handoff{Bot: bot, Task: task})
+		results = append(results, chatMessage{Role: "tool", ToolCallID: c.ID, Content: result})
 	}
-	return out, bad
+	return append([]chatMessage{said}, results...), ok
 }
 
 // toolName is a tool name the model gave, quoted, if it looks like one
@@ -116,16 +115,4 @@ func toolName(s string) string {
 		return "(not a tool name)"
 	}
 	return strconv.Quote(s)
-}
-
-// teamID maps what the model wrote for a bot to a team member's ID when
-// it names one by ID or display name, in any case, with or without '@'.
-func teamID(s string, team []brains.Mate) string {
-	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "@"))
-	for _, m := range team {
-		if strings.EqualFold(s, m.ID) || strings.EqualFold(s, m.Name) {
-			return m.ID
-		}
-	}
-	return s
 }

@@ -11,11 +11,16 @@ import (
 type block struct {
 	title string
 	body  string
+	// own marks a block that carries its own heading in its body, in a
+	// format SPEC §10 fixes: it is rendered as it is, without a title
+	// line.
+	own bool
 }
 
-// Titles of the fixed blocks, in the order they appear. Injected context
-// blocks (Turn.Context) come between TitleTeam and TitleGroup under their
-// own titles, upper-cased.
+// Titles of the fixed blocks, in the order they appear. The shared
+// findings (Turn.Findings, under FindingsHeading) and the injected
+// context blocks (Turn.Context, under their own titles, upper-cased)
+// come between TitleTeam and TitleGroup.
 const (
 	TitlePersona  = "PERSONA"
 	TitleChat     = "CHAT"
@@ -28,32 +33,40 @@ const (
 	TitleAnswered = "HELP ANSWERED"
 )
 
+// FindingsHeading heads the shared findings block, which SPEC §10.2
+// writes as
+//
+//	SHARED FINDINGS (newest last)
+//	1. [Matty Atlas] high: The auth module uses JWT with 24h expiry
+const FindingsHeading = "SHARED FINDINGS (newest last)"
+
 // blocks lists the system blocks of t in their fixed order; blocks with
 // nothing to say are left out.
 func blocks(t brains.Turn, opts Options) []block {
 	out := []block{
-		{TitlePersona, persona(t.Bot)},
-		{TitleChat, chat(t)},
-		{TitleTeam, team(t.Team, opts.DelegateTool)},
+		{title: TitlePersona, body: persona(t.Bot)},
+		{title: TitleChat, body: chat(t)},
+		{title: TitleTeam, body: team(t.Team, opts.DelegateTool)},
+		{body: sharedFindings(t.Findings), own: true},
 	}
 	for _, c := range t.Context {
 		title := strings.ToUpper(strings.TrimSpace(c.Title))
 		if title == "" {
 			title = "CONTEXT"
 		}
-		out = append(out, block{title, c.Body})
+		out = append(out, block{title: title, body: c.Body})
 	}
 	if t.Group {
-		out = append(out, block{TitleGroup, group(t.GroupHistory)})
+		out = append(out, block{title: TitleGroup, body: group(t.GroupHistory)})
 	}
 	if h := t.Help; h != nil {
 		out = append(out, helpBlock(h, t.User.Name))
 	}
 	if d := t.Delegation; d != nil {
 		out = append(out,
-			block{TitleTask, task(d)},
-			block{TitleInputs, inputs(d.Inputs, opts.Workdir)},
-			block{TitleExpected, expected(d.Expected, opts.Workdir)},
+			block{title: TitleTask, body: task(d)},
+			block{title: TitleInputs, body: inputs(d.Inputs, opts.Workdir)},
+			block{title: TitleExpected, body: expected(d.Expected, opts.Workdir)},
 		)
 	}
 	return out
@@ -63,13 +76,13 @@ func blocks(t brains.Turn, opts Options) []block {
 // gateway framed), or its answer as the asking bot sees it.
 func helpBlock(h *brains.Help, user string) block {
 	if h.Answered() {
-		return block{TitleAnswered, fmt.Sprintf("You asked %s: %s\n%s answered: %s\n\nUse the answer to continue with %s; they have not seen it.",
+		return block{title: TitleAnswered, body: fmt.Sprintf("You asked %s: %s\n%s answered: %s\n\nUse the answer to continue with %s; they have not seen it.",
 			h.From, h.Question, h.From, h.Answer, user)}
 	}
 	if w := strings.TrimSpace(h.Wrapper); w != "" {
-		return block{TitleHelp, w}
+		return block{title: TitleHelp, body: w}
 	}
-	return block{TitleHelp, fmt.Sprintf("HELP REQUEST FROM %s\nQuestion: %s", strings.ToUpper(h.From), h.Question)}
+	return block{title: TitleHelp, body: fmt.Sprintf("HELP REQUEST FROM %s\nQuestion: %s", strings.ToUpper(h.From), h.Question)}
 }
 
 // render joins the blocks that have a body, each under its title line.
@@ -82,6 +95,10 @@ func render(bs []block) string {
 		}
 		if sb.Len() > 0 {
 			sb.WriteString("\n\n")
+		}
+		if b.own {
+			sb.WriteString(body)
+			continue
 		}
 		fmt.Fprintf(&sb, "=== %s ===\n%s", b.title, body)
 	}
@@ -141,6 +158,21 @@ func team(mates []brains.Mate, tool bool) string {
 	} else {
 		sb.WriteString("To hand work over, write on a line of its own: tell <name> to <task>. ")
 		sb.WriteString("The bot answers the user itself; you will be told when it is done.")
+	}
+	return sb.String()
+}
+
+// sharedFindings is the findings board of the turn's space as SPEC
+// §10.2 writes it: a heading, then one numbered line a finding, oldest
+// first.
+func sharedFindings(fs []brains.Finding) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(FindingsHeading)
+	for i, f := range fs {
+		fmt.Fprintf(&sb, "\n%d. [%s] %s: %s", i+1, f.Bot, f.Severity, indent(f.Text))
 	}
 	return sb.String()
 }

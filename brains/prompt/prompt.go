@@ -1,7 +1,8 @@
 // Package prompt assembles what a model-backed brain sends for one turn:
 // a system part made of titled blocks in a fixed order (the bot's
-// persona, the chat, the team it may hand work to, context the gateway
-// injects, the group's recent talk, a delegated task and its outputs) and
+// persona, the chat, the team it may hand work to, the shared findings
+// of the turn's space, context the gateway injects, the group's recent
+// talk, a delegated task and its outputs) and
 // the session's recent history as role-tagged messages, ending with the
 // new message.
 //
@@ -10,9 +11,11 @@
 //	=== TITLE ===
 //	body
 //
-// so a model can tell them apart and later features (findings, insights,
+// so a model can tell them apart, and later features (insights,
 // memories) arrive as new brains.Block values in Turn.Context without any
-// change here. Build is pure: the same Turn and Options give the same
+// change here. The shared findings are the exception: SPEC §10.2 fixes
+// their block's format, heading included ("SHARED FINDINGS (newest
+// last)", then "1. [Bot] severity: text" a line), which is kept as it is. Build is pure: the same Turn and Options give the same
 // Prompt, byte for byte, which the golden files in testdata pin down.
 package prompt
 

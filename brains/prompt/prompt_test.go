@@ -232,3 +232,29 @@ func TestRoles(t *testing.T) {
 		t.Errorf("messages:\n got %q\nwant %q", got, want)
 	}
 }
+
+// The shared findings are one block in SPEC §10.2's own format, after
+// the team and before the injected context, and absent when there are
+// none.
+func TestSharedFindings(t *testing.T) {
+	tn := privateTurn()
+	tn.Findings = []brains.Finding{
+		{Bot: "Matty Atlas", BotID: "mattyatlas", Severity: "high", Text: "The auth module uses JWT with 24h expiry"},
+		{Bot: "Finn Shipley", BotID: "finnshipley", Severity: "medium", Text: "Race in reconnect\nsee ws.go", Stage: "diverge"},
+	}
+	sys := Build(tn, Options{}).System
+	want := "SHARED FINDINGS (newest last)\n" +
+		"1. [Matty Atlas] high: The auth module uses JWT with 24h expiry\n" +
+		"2. [Finn Shipley] medium: Race in reconnect\n  see ws.go"
+	i := strings.Index(sys, "\n\n"+want+"\n\n")
+	if i < 0 {
+		t.Fatalf("no findings block %q in:\n%s", want, sys)
+	}
+	if team, ctx := strings.Index(sys, "=== TEAM ==="), strings.Index(sys, "=== FINDINGS ==="); !(team < i && i < ctx) {
+		t.Errorf("findings block at %d, want between the team (%d) and the context (%d)", i, team, ctx)
+	}
+	tn.Findings = nil
+	if sys := Build(tn, Options{}).System; strings.Contains(sys, "SHARED FINDINGS") {
+		t.Errorf("a findings block without findings:\n%s", sys)
+	}
+}

@@ -6,8 +6,10 @@
 //
 // Templates see the turn as .Text (on a delegated turn, the task),
 // .User.ID, .User.Name, .Bot.ID, .Bot.Name, .Platform, .Group, .History
-// (each with .Kind, .From, .Text and .Time), .Match (the winning rule's
-// submatches, index 0 the whole match; empty for the default reply) and
+// (each with .Kind, .From, .Text and .Time), .Findings (the shared
+// findings the bot may see, oldest first, each with .Bot, .BotID,
+// .Severity, .Text and .Stage), .Match (the winning rule's submatches,
+// index 0 the whole match; empty for the default reply) and
 // .Delegation. .Delegation is nil unless the turn was handed over by
 // another bot, so {{if .Delegation}} tests for it; when set it has .ID,
 // .From (the delegating bot's name), .FromID, .Task, .Depth and .Inputs
@@ -20,6 +22,13 @@
 // (len, index, printf, ...) templates may call lower, upper, trim
 // (strings.TrimSpace) and join (strings.Join: {{join .Match ", "}}).
 //
+// A rule may also act in the shared world (SPEC §10.1): its actions list
+// names actions with templated string arguments, run in order through
+// the turn's actions once the reply is made. A number argument's text is
+// parsed as a number, an object's as JSON (brains.ActionArgs). An action
+// that fails is logged, naming the argument at fault, and does not fail
+// the reply.
+//
 // The dot holds no maps, so a misspelt field such as {{.Usr}} is an
 // execution error at Reply, not an empty string. Check finds such
 // mistakes before any turn: `switchboard check` and every config load
@@ -30,7 +39,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -45,6 +56,9 @@ type Config struct {
 	// Default is the reply template used when no rule matches. Left
 	// empty, an unmatched turn fails with brains.ErrEmptyReply.
 	Default string `yaml:"default" mapstructure:"default"`
+	// Logger receives the failures of rules' actions; nil means
+	// slog.Default().
+	Logger *slog.Logger `yaml:"-" mapstructure:"-"`
 }
 
 // Rule is one pattern and what to answer when it matches.
@@ -58,6 +72,17 @@ type Rule struct {
 	Reply string `yaml:"reply" mapstructure:"reply"`
 	// Artifacts are files the rule produces along with the reply.
 	Artifacts []ArtifactTemplate `yaml:"artifacts" mapstructure:"artifacts"`
+	// Actions are what the rule does in the shared world, in order, once
+	// its reply is made.
+	Actions []ActionTemplate `yaml:"actions" mapstructure:"actions"`
+}
+
+// ActionTemplate is one action a rule takes: the action's name and its
+// arguments, each a text/template executed on the same data as the
+// reply.
+type ActionTemplate struct {
+	Name string
+	Args map[string]string
 }
 
 // ArtifactTemplate describes one artifact a rule produces. All three
@@ -83,6 +108,7 @@ type Brain struct {
 	rules []rule
 	// fallback is the compiled Default; its match is nil.
 	fallback rule
+	log      *slog.Logger
 }
 
 var _ brains.Brain = (*Brain)(nil)
@@ -96,6 +122,22 @@ type rule struct {
 	match      *regexp.Regexp
 	reply      *template.Template
 	artifacts  []artifact
+	actions    []action
+}
+
+// action is a compiled ActionTemplate; field is its path
+// ("rules[0].actions[1].post_finding").
+type action struct {
+	field string
+	name  string
+	args  []arg
+}
+
+// arg is one compiled argument of an action.
+type arg struct {
+	name  string
+	field string
+	tmpl  *template.Template
 }
 
 // artifact is a compiled ArtifactTemplate.
@@ -115,7 +157,10 @@ var (
 // *FieldError naming the first field that does not compile, such as
 // "rules[2].match".
 func New(cfg Config) (*Brain, error) {
-	b := &Brain{rules: make([]rule, 0, len(cfg.Rules))}
+	b := &Brain{rules: make([]rule, 0, len(cfg.Rules)), log: cfg.Logger}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
 	for i, r := range cfg.Rules {
 		field := fmt.Sprintf("rules[%d]", i)
 		if r.Match == "" {
@@ -127,6 +172,9 @@ func New(cfg Config) (*Brain, error) {
 		}
 		c, err := compile(field, field+".reply", r.Reply, r.Artifacts)
 		if err != nil {
+			return nil, err
+		}
+		if c.actions, err = compileActions(field, r.Actions); err != nil {
 			return nil, err
 		}
 		c.match = re
@@ -163,11 +211,41 @@ func compile(field, replyField, reply string, arts []ArtifactTemplate) (rule, er
 	return r, nil
 }
 
+// compileActions parses the argument templates of a rule's actions.
+func compileActions(field string, acts []ActionTemplate) ([]action, error) {
+	var out []action
+	for j, a := range acts {
+		af := fmt.Sprintf("%s.actions[%d].%s", field, j, a.Name)
+		if strings.TrimSpace(a.Name) == "" {
+			return nil, &FieldError{Field: fmt.Sprintf("%s.actions[%d]", field, j), Err: errNoAction}
+		}
+		c := action{field: af, name: a.Name}
+		names := make([]string, 0, len(a.Args))
+		for name := range a.Args {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			t, err := parse(af+"."+name, a.Args[name])
+			if err != nil {
+				return nil, err
+			}
+			c.args = append(c.args, arg{name: name, field: af + "." + name, tmpl: t})
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// errNoAction is the cause of a FieldError for an action without a name.
+var errNoAction = errors.New("an action needs a name, such as post_finding")
+
 // Reply answers t with the first rule whose pattern matches its text, or
-// with the default. It returns ctx.Err() if ctx is already done or ends
-// while a template runs (checked at each write of template output), a
-// *FieldError naming the template that failed to execute, or
-// brains.ErrEmptyReply when the reply is blank and there are no artifacts.
+// with the default, then takes the rule's actions (act). It returns
+// ctx.Err() if ctx is already done or ends while a template runs
+// (checked at each write of template output), a *FieldError naming the
+// template that failed to execute, or brains.ErrEmptyReply when the
+// reply is blank, there are no artifacts and no action was taken.
 func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return brains.Reply{}, err
@@ -187,10 +265,63 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 		arts = append(arts, art)
 	}
 	text = strings.TrimSpace(text)
-	if text == "" && len(arts) == 0 {
+	acted := b.act(ctx, r, dt, t)
+	if err := ctx.Err(); err != nil {
+		return brains.Reply{}, err
+	}
+	if text == "" && len(arts) == 0 && acted == 0 {
 		return brains.Reply{}, brains.ErrEmptyReply
 	}
 	return brains.Reply{Text: text, Artifacts: arts}, nil
+}
+
+// act takes rule r's actions in order through the turn's actions, each
+// with its arguments rendered on dt, and returns how many succeeded. A
+// failure (an argument's template, an argument the action refuses, the
+// action itself) is logged, naming the argument, and the next action
+// runs: a reply never fails for its actions. A turn without actions (a
+// public bot's) takes none.
+func (b *Brain) act(ctx context.Context, r *rule, dt *data, t brains.Turn) (acted int) {
+	if len(r.actions) == 0 {
+		return 0
+	}
+	log := b.log.With("brain", "script", "session", t.SessionID)
+	if t.Actions == nil {
+		log.Info("rule's actions not taken: the bot takes no part in the shared world", "rule", r.field)
+		return 0
+	}
+	specs := t.Actions.Specs()
+	for _, a := range r.actions {
+		if ctx.Err() != nil {
+			return acted
+		}
+		text := make(map[string]string, len(a.args))
+		var err error
+		for _, g := range a.args {
+			if text[g.name], err = execute(ctx, g.field, g.tmpl, dt); err != nil {
+				break
+			}
+		}
+		var raw []byte
+		if err == nil {
+			spec := brains.ActionSpec{Name: a.name}
+			if i := slices.IndexFunc(specs, func(s brains.ActionSpec) bool { return s.Name == a.name }); i >= 0 {
+				spec = specs[i]
+			}
+			raw, err = brains.ActionArgs(spec, text)
+		}
+		var out string
+		if err == nil {
+			out, err = t.Actions.Call(ctx, a.name, raw)
+		}
+		if err != nil {
+			log.Warn("rule's action failed", "action", a.field, "err", err)
+			continue
+		}
+		acted++
+		log.Debug("rule's action taken", "action", a.field, "result", out)
+	}
+	return acted
 }
 
 // pick returns the first rule matching text and its submatches, or the

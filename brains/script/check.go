@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	tparse "text/template/parse"
@@ -38,11 +39,13 @@ type Finding struct {
 // with the wrong number of arguments, a {{template}} that is not defined,
 // a constant artifact name that is not a plain file name, and a template
 // that fails when run on sample turns (one ordinary, one delegated, each
-// with a message of history; .Match as long as the rule's pattern has
-// groups). Field names are checked on every branch of every template,
+// with a message of history and a finding; .Match as long as the rule's
+// pattern has groups). Field names are checked on every branch of every template,
 // including those the samples do not take. Reaching into .Delegation
 // unguarded is not a problem here: a rule may be meant for delegated
-// turns only.
+// turns only. The templates of actions' arguments are checked as replies
+// are; which actions exist and what arguments they take is the action
+// registry's to check, which this package does not know.
 //
 // Check never runs a template whose run it cannot bound (one that calls
 // {{template}}, or ranges over a number or deeply over lists): those get
@@ -68,6 +71,17 @@ func Check(cfg Config) []Finding {
 			out = append(out, checkArtifactName(af+".name", a.Name)...)
 			out = append(out, checkTemplate(af+".media_type", a.MediaType, matchLen)...)
 			out = append(out, checkTemplate(af+".content", a.Content, matchLen)...)
+		}
+		for j, a := range r.Actions {
+			af := fmt.Sprintf("%s.actions[%d].%s", field, j, a.Name)
+			names := make([]string, 0, len(a.Args))
+			for name := range a.Args {
+				names = append(names, name)
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				out = append(out, checkTemplate(af+"."+name, a.Args[name], matchLen)...)
+			}
 		}
 	}
 	// The default reply runs with an empty .Match.
@@ -145,6 +159,7 @@ func sampleTurns() []brains.Turn {
 		Platform:  "web",
 		Text:      "sample message",
 		History:   []brains.Entry{{Kind: "human", From: "Sam", Text: "an earlier message", Time: at}},
+		Findings:  []brains.Finding{{Bot: "Other Bot", BotID: "other-bot", Severity: "high", Text: "a finding", Stage: "sample"}},
 	}
 	delegated := plain
 	delegated.Group = true

@@ -25,6 +25,9 @@ type data struct {
 	Platform string
 	Group    bool
 	History  []entry
+	// Findings are the shared findings the bot may see (SPEC §10.2),
+	// oldest first.
+	Findings []finding
 	// Delegation is nil unless the turn was handed over by another bot,
 	// so {{if .Delegation}} and {{with .Delegation}} test for it.
 	Delegation *delegation
@@ -49,6 +52,10 @@ type person struct {
 // system), .From, .Text and .Time. The template reads the turn's own
 // slice, so it is brains.Entry itself.
 type entry = brains.Entry
+
+// finding is one shared finding: .Bot (the author's name), .BotID,
+// .Severity, .Text and .Stage, as brains.Finding has them.
+type finding = brains.Finding
 
 // input is an artifact handed over with a delegation; Content is text so
 // templates can print it.
@@ -200,6 +207,9 @@ func newData(t brains.Turn, match []string) *data {
 	}
 	if len(t.History) > 0 {
 		dt.History = t.History
+	}
+	if len(t.Findings) > 0 {
+		dt.Findings = t.Findings
 	}
 	if t.Delegation != nil {
 		dl := &delegation{d: *t.Delegation}

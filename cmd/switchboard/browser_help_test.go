@@ -32,7 +32,6 @@ func TestBrowserHelpQueueFocus(t *testing.T) {
 	t.Setenv("FAKE_AGENT_ASK", "finnshipley")
 	t.Setenv("FAKE_AGENT_QUESTION", "what's the auth pattern?")
 	m := startMain(t, writeConfigDir(t, helpPageBots(agent)))
-	bindHelp(m)
 	ctx := browser(t)
 
 	// A help request: its status in the panel, Matty's follow-up in the chat.

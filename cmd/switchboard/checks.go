@@ -7,9 +7,17 @@ import (
 
 // configChecks are the checks config cannot make alone, given to every
 // load (check, serve's start and each reload): the script brain's
-// templates, run against the data they really receive.
+// templates, run against the data they really receive, and its rules'
+// actions against the action registry.
 func configChecks() []config.Option {
-	return []config.Option{config.WithBrainCheck(config.KindScript, checkScriptBrain)}
+	reg, err := newActions(nil, nil)
+	if err != nil {
+		panic(err) // the registry's own actions: a mistake in this program
+	}
+	return []config.Option{
+		config.WithBrainCheck(config.KindScript, checkScriptBrain),
+		config.WithBrainCheck(config.KindScript, func(b *config.Brain) []config.Finding { return checkScriptActions(reg, b) }),
+	}
 }
 
 // checkScriptBrain reports what script.Check finds in a script brain.
@@ -28,6 +36,14 @@ func scriptConfig(b *config.Brain) script.Config {
 		rule := script.Rule{Match: r.Match, Reply: r.Reply}
 		for _, a := range r.Artifacts {
 			rule.Artifacts = append(rule.Artifacts, script.ArtifactTemplate{Name: a.Name, MediaType: a.MediaType, Content: a.Content})
+		}
+		for _, item := range r.Actions {
+			name, args, _ := item.Name()
+			at := script.ActionTemplate{Name: name, Args: map[string]string{}}
+			for arg, text := range args {
+				at.Args[arg] = string(text)
+			}
+			rule.Actions = append(rule.Actions, at)
 		}
 		sc.Rules = append(sc.Rules, rule)
 	}

@@ -138,13 +138,7 @@ func TestTwoInstances(t *testing.T) {
 		t.Errorf("instances after the kill = %v, want the survivor only", got)
 	}
 	push(2)
-	answered := func() map[string]int {
-		n := map[string]int{}
-		for _, m := range tg.Sent("cluster-token") {
-			n[strings.TrimPrefix(m.Text, "Matty heard: ")]++
-		}
-		return n
-	}
+	answered := func() map[string]int { return answersOf(tg, "cluster-token") }
 	if !tg.WaitFor(30*time.Second, func() bool { return len(answered()) == len(texts) }) {
 		t.Fatalf("answered %d of %d updates:\n%s", len(answered()), len(texts), alive.log())
 	}
@@ -205,6 +199,16 @@ func expectMessage(c *client) map[string]any {
 			return f
 		}
 	}
+}
+
+// answersOf counts Matty's answers sent to Telegram with token, by the
+// text they answer.
+func answersOf(tg *telegramtest.Server, token string) map[string]int {
+	n := map[string]int{}
+	for _, m := range tg.Sent(token) {
+		n[strings.TrimPrefix(m.Text, "Matty heard: ")]++
+	}
+	return n
 }
 
 // waitUntil polls cond every 50 ms until it holds or d passes.
@@ -359,13 +363,7 @@ bots:
 			}
 		}
 	}
-	answered := func() map[string]int {
-		n := map[string]int{}
-		for _, m := range tg.Sent("hook-token") {
-			n[strings.TrimPrefix(m.Text, "Matty heard: ")]++
-		}
-		return n
-	}
+	answered := func() map[string]int { return answersOf(tg, "hook-token") }
 	if !tg.WaitFor(20*time.Second, func() bool { return len(answered()) == len(texts) }) {
 		t.Fatalf("answered %v of %v", answered(), texts)
 	}

@@ -2,21 +2,19 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-
-	"github.com/switchboard-chat/switchboard/brains"
-	"github.com/switchboard-chat/switchboard/gateway"
 )
 
 // buildFakeAgent builds testdata/fakeagent, an agent CLI that uses the
@@ -36,40 +34,9 @@ func buildFakeAgent(t *testing.T) string {
 	return path
 }
 
-// helpBindings are a turn's actions with request_help alone, bound to
-// the turn's Actor: what the tests give turns until the actions registry
-// binds every action (SPEC §10.1). One code path: the gateway's
-// RequestHelp.
-type helpBindings struct {
-	gw *gateway.Gateway
-	a  gateway.Actor
-}
-
-func (h helpBindings) Specs() []brains.ActionSpec {
-	return []brains.ActionSpec{{Name: "request_help",
-		Description: "Ask another bot of the team a question; the answer comes back in a later turn.",
-		Schema: json.RawMessage(`{"type":"object","properties":{"bot":{"type":"string"},"question":{"type":"string"}},` +
-			`"required":["bot","question"],"additionalProperties":false}`)}}
-}
-
-func (h helpBindings) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
-	if name != "request_help" {
-		return "", fmt.Errorf("%w: there is no action %q", brains.ErrActionRefused, name)
-	}
-	var in struct{ Bot, Question string }
-	if err := json.Unmarshal(args, &in); err != nil {
-		return "", fmt.Errorf("request_help: the arguments are not a JSON object: %v", err)
-	}
-	return h.gw.RequestHelp(ctx, h.a, in.Bot, in.Question)
-}
-
-// bindHelp gives m's turns their actions.
-func bindHelp(m *Main) {
-	m.gw.SetActions(func(a gateway.Actor) brains.Actions { return helpBindings{m.gw, a} })
-}
-
 // helpBots: Matty runs the fake agent; Finn is a script bot whose
-// answer to a help request must reach no person.
+// answer to a help request must reach no person. Finn's answer quotes
+// the findings board it sees.
 func helpBots(agent string) string {
 	return fmt.Sprintf(`
 gateway:
@@ -93,7 +60,7 @@ bots:
     aliases: [finn]
     brain:
       kind: script
-      default: '{{if .Help}}%s to {{.Help.From}}: {{.Text}}{{else}}Finn here{{end}}'
+      default: '{{if .Help}}%s to {{.Help.From}}: {{.Text}} (board: {{range .Findings}}{{.Bot}} {{.Severity}} {{.Text}}{{end}}){{else}}Finn here{{end}}'
     platforms:
       web: {}
 `, agent, finnSecret)
@@ -152,11 +119,13 @@ func mcpStatus(t *testing.T, url, auth string) int {
 }
 
 // TestAgentAsksForHelpOverMCP: an agent CLI run as an exec brain finds
-// the gateway's MCP server in switchboard-mcp.json, lists its tools and
-// asks Finn for help during its turn; its token is refused once the turn
-// ended. Finn's answer comes back to Matty's session, and Matty's
-// follow-up reaches the chat the question came from; the person never
-// sees Finn's answer, in frames or history.
+// the gateway's MCP server in switchboard-mcp.json, lists the registry's
+// actions as its tools, posts a finding and asks Finn for help during
+// its turn; its token is refused once the turn ended. The finding is
+// Matty's, in the person's space, shown to the person and to Finn.
+// Finn's answer comes back to Matty's session, and Matty's follow-up
+// reaches the chat the question came from; the person never sees Finn's
+// answer, in frames or history.
 func TestAgentAsksForHelpOverMCP(t *testing.T) {
 	agent := buildFakeAgent(t)
 	log := filepath.Join(t.TempDir(), "agent.jsonl")
@@ -164,7 +133,6 @@ func TestAgentAsksForHelpOverMCP(t *testing.T) {
 	t.Setenv("FAKE_AGENT_ASK", "finnshipley")
 	t.Setenv("FAKE_AGENT_QUESTION", "what's the auth pattern?")
 	m := startMain(t, writeConfigDir(t, helpBots(agent)))
-	bindHelp(m)
 	endpoint := "http://" + m.Addr() + "/mcp"
 
 	// No turn, no token: 401 before anything.
@@ -190,13 +158,18 @@ func TestAgentAsksForHelpOverMCP(t *testing.T) {
 	}
 	want := []string{
 		"mattyatlas: I asked finnshipley; I'll be back with the answer.",
-		"mattyatlas: Finn Shipley says: " + strings.ToUpper(finnSecret) + " TO MATTY ATLAS: WHAT'S THE AUTH PATTERN?",
+		"mattyatlas: Finn Shipley says: " + strings.ToUpper(finnSecret) + " TO MATTY ATLAS: WHAT'S THE AUTH PATTERN? " +
+			"(BOARD: MATTY ATLAS HIGH THE AUTH MODULE USES JWT)",
 	}
 	if strings.Join(replies, "\n") != strings.Join(want, "\n") {
 		t.Errorf("replies:\n%s\nwant:\n%s", strings.Join(replies, "\n"), strings.Join(want, "\n"))
 	}
 
-	// Frames: the help request's status changes, nothing of Finn's.
+	// Frames: the finding, the help request's status changes, nothing
+	// of Finn's.
+	if got := findingFrames(frames); !slices.Equal(got, []string{agentFinding}) {
+		t.Errorf("finding frames %q, want the agent's", got)
+	}
 	var statuses []string
 	for _, f := range frames {
 		raw, _ := json.Marshal(f)
@@ -232,6 +205,14 @@ func TestAgentAsksForHelpOverMCP(t *testing.T) {
 		t.Errorf("switchboard-mcp.json after the turns: %v", err)
 	}
 
+	// The board: the agent's finding, as Matty, in the person's space.
+	space := "user:" + c.hello["user"].(string)
+	board := items(adminGet(t, m, "/api/v1/findings?space="+url.QueryEscape(space)))
+	if len(board) != 1 || board[0]["text"] != agentFinding || board[0]["bot"] != "mattyatlas" ||
+		board[0]["severity"] != "high" || board[0]["visible"] != true {
+		t.Errorf("board of %s: %v", space, board)
+	}
+
 	// The admin API: a help record, done, with Finn's answer.
 	list := adminGet(t, m, "/api/v1/delegations")
 	items := list["items"].([]any)
@@ -243,6 +224,9 @@ func TestAgentAsksForHelpOverMCP(t *testing.T) {
 		t.Errorf("delegation %v", d)
 	}
 }
+
+// agentFinding is the finding the fake agent posts.
+const agentFinding = "the auth module uses JWT"
 
 // checkTurnTools checks, once the agent's turn has ended (its reply
 // came), what the agent found and did during it, and that its token and
@@ -257,8 +241,13 @@ func checkTurnTools(t *testing.T, log, endpoint string) {
 	if r.URL != endpoint || r.EnvURL != endpoint || r.Token == "" || r.EnvToken != r.Token {
 		t.Errorf("the agent found url %q (env %q), token %q (env %q); want %s", r.URL, r.EnvURL, r.Token, r.EnvToken, endpoint)
 	}
-	if !contains(r.Tools, "request_help") {
+	// The registry's actions (the SDK lists them by name): Matty has a
+	// team, so delegate and request_help are among them.
+	if !slices.Equal(r.Tools, []string{"delegate", "post_finding", "request_help"}) {
 		t.Errorf("tools %v", r.Tools)
+	}
+	if res := r.Results["post_finding"]; r.Errors["post_finding"] || !strings.HasPrefix(res, "Posted finding") {
+		t.Errorf("post_finding: error %v, %q", r.Errors["post_finding"], res)
 	}
 	if res := r.Results["request_help"]; r.Errors["request_help"] || !strings.HasPrefix(res, "Asked Finn Shipley (@finnshipley) for help.") {
 		t.Errorf("request_help: error %v, %q", r.Errors["request_help"], res)
@@ -295,15 +284,6 @@ func (c *client) expectAfter(typ string) map[string]any {
 			return f
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // adminGet GETs an admin API path with m's token.

@@ -72,7 +72,7 @@ func TestScreenshots(t *testing.T) {
 	ada := dial(t, m.Addr(), url.Values{"user": {"ada"}, "sig": {web.Sign([]byte(screenshotSecret), "ada")}})
 	ada.send(map[string]any{"type": "send", "bot": "priest", "text": "Please review the signup form", "client_id": "1"})
 	ada.expect("ack")
-	ada.expect("message")
+	ada.await("message") // (after the finding Priest's review posts)
 
 	// Bryan, in the widget: a greeting, then a hand-off to Finn, who
 	// asks Priest for a review.

@@ -24,6 +24,8 @@ import (
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/platforms/web"
 	"github.com/switchboard-chat/switchboard/retention"
+	"github.com/switchboard-chat/switchboard/world/actions"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).
@@ -81,6 +83,7 @@ type Main struct {
 	// cluster is set on a PostgreSQL database: this process's place
 	// among the gateways sharing it (cluster.go).
 	cluster *cluster
+	board   *findings.Board
 	srv     *http.Server
 	ln      net.Listener
 
@@ -137,8 +140,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.cluster, err = joinCluster(ctx, m.store, instanceAddress(m.ln.Addr())); err != nil {
 		return err
 	}
+	// The shared world: the board on the store, and the action registry
+	// the gateway binds to every turn; request_help is the gateway's to
+	// carry out, so it is registered once the gateway is made (before
+	// it starts, so before any turn binds the registry).
+	m.board = findings.New(m.store, findings.Options{})
+	registry := actions.New()
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
-		Shared: m.cluster.shared()})
+		Shared: m.cluster.shared(), Actions: registry, Findings: m.board})
+	if err := registerActions(registry, m.board, m.gw); err != nil {
+		return err
+	}
+	m.board.OnVisible(m.gw.FindingsVisible)
 	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
 	m.brains.workRoot = filepath.Join(workBase(cfg), "switchboard-work")
 	m.mcp = mcpserver.New(mcpserver.Options{URL: mcpURL(m.ln.Addr()), Version: version, Logger: m.Logger})
@@ -164,7 +177,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Instances: m.instances(), Chains: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Findings: m.gw, Chains: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),

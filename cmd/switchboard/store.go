@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // store is everything serve uses of its store, SQLite's or PostgreSQL's:
@@ -23,6 +24,7 @@ type store interface {
 	gateway.SessionStore
 	outbox.Store
 	retention.Store
+	findings.Store
 	api.Sessions
 	api.Artifacts
 	api.Conversations

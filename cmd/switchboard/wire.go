@@ -50,6 +50,7 @@ func (m *Main) apply(cfg *config.Config) error {
 		m.telegram.Configure(telegramBots(cfg))
 	}
 	m.retain.Configure(retentionPolicy(cfg))
+	m.board.SetInject(cfg.Shared.Findings.Inject)
 	return nil
 }
 
@@ -163,7 +164,9 @@ func buildBrain(b *config.Bot, apiKey, workRoot string, tools execbrain.Tools, l
 	log = log.With("bot", b.ID)
 	switch b.Brain.Kind {
 	case "script":
-		return script.New(scriptConfig(&b.Brain))
+		sc := scriptConfig(&b.Brain)
+		sc.Logger = log
+		return script.New(sc)
 	case "exec":
 		eb, err := execbrain.New(execbrain.Config{
 			Command: b.Brain.Command, ResumeCommand: b.Brain.ResumeCommand, Env: b.Brain.Env,

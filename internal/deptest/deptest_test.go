@@ -27,15 +27,15 @@ var allowed = map[string][]string{
 	"delegation":         {"chat"},
 	"outbox":             {"chat", "delegation"},
 	"sessions":           {"chat", "delegation", "outbox"},
-	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world/chains"},
+	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world", "world/actions", "world/chains", "world/findings"},
 	"retention":          nil,
 	"download":           {"chat"},
-	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains"},
-	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains"},
+	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings"},
+	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings"},
 	"store/dbcopy":       {"store/postgres", "store/sqlite"},
-	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains"},
-	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world/chains"},
-	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox"},
+	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings"},
+	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world", "world/chains", "world/findings"},
+	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox", "world", "world/findings"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
 	"platforms/discord":  {"chat", "delegation", "gateway", "outbox"},
 	"brains/script":      {"brains"},
@@ -50,13 +50,20 @@ var allowed = map[string][]string{
 	// The MCP endpoint serves a turn's bound actions; it knows no
 	// gateway, store or brain kind.
 	"mcpserver": {"brains"},
-	// Bot-to-bot chains (SPEC §10.6): pure decisions, no store.
-	"world/chains": nil,
+
+	// The shared world (SPEC §10): spaces, the action registry, the
+	// findings board, bot-to-bot chains. Core packages: no store,
+	// platform or brain kind.
+	"world":          nil,
+	"world/actions":  {"brains", "chat", "delegation"},
+	"world/chains":   nil,
+	"world/findings": {"world", "world/actions"},
 }
 
 // core lists the packages that must stay free of drivers and libraries of
 // the outside world, which forbiddenOutside names.
-var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention", "world/chains"}
+var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention",
+	"world", "world/actions", "world/chains", "world/findings"}
 
 var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",

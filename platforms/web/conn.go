@@ -361,6 +361,8 @@ func (c *conn) handle(f inFrame) error {
 		return c.handleHistory(ctx, f)
 	case "invite":
 		return c.handleInvite(ctx, f)
+	case "findings":
+		return c.handleFindings(ctx, f)
 	}
 	return badRequest(f.ClientID, "unknown type %q", f.Type)
 }

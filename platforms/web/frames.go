@@ -107,6 +107,13 @@ func checkFrame(f inFrame) (inFrame, error) {
 		if f.User == "" {
 			return f, badRequest(f.ClientID, "invite needs a user")
 		}
+	case "findings":
+		if (f.Bot == "") == (f.Chat == "") {
+			return f, badRequest(f.ClientID, "findings needs exactly one of bot or chat")
+		}
+		if f.Limit < 0 {
+			return f, badRequest(f.ClientID, "limit must not be negative")
+		}
 	case "":
 		return f, badRequest(f.ClientID, "missing type")
 	default:

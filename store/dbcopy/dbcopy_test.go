@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 	"github.com/switchboard-chat/switchboard/world/chains"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // TestRoundTrip copies a SQLite store holding some of everything to
@@ -115,6 +116,7 @@ type store interface {
 	gateway.Store
 	gateway.SessionStore
 	outbox.Store
+	findings.Store
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 }
 
@@ -235,6 +237,16 @@ func fill(t *testing.T, s store) []byte {
 	must(err)
 	// A focus in the lobby (SPEC §10.3).
 	must(s.SetFocus(ctx, gateway.FocusKey{Platform: "web", ChatID: "lobby", Person: "web-ann"}, "matty", now()))
+	// Findings: one released by an ended stage, one hidden in the
+	// running isolated stage.
+	_, err = s.StartStage(ctx, findings.StageStart{Space: "chat:web:lobby", Name: "diverge", Isolated: true, Key: "web:lobby:1", At: now()})
+	must(err)
+	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "matty", Text: "idea one", Severity: "high", CreatedAt: now()})
+	must(err)
+	_, err = s.StartStage(ctx, findings.StageStart{Space: "chat:web:lobby", Name: "converge", Isolated: true, At: now()})
+	must(err)
+	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "finn", Text: "idea two", Severity: "low", CreatedAt: now()})
+	must(err)
 	return secret
 }
 

@@ -57,6 +57,11 @@ var tables = []table{
 		order: "conversation_id, member_id"},
 	// Focus in group chats (SPEC §10.3).
 	{name: "focus", cols: []string{"platform", "chat_id", "person", "bot", "seen_at"}, order: "platform, chat_id, person"},
+	// The findings board (SPEC §10.2).
+	{name: "stages", cols: []string{"id", "space", "name", "isolated", "started_at", "ended_at", "start_key", "end_key"},
+		bools: []string{"isolated"}, order: "id", identity: "id"},
+	{name: "findings", cols: []string{"id", "space", "bot", "text", "severity", "stage", "visible", "created_at"},
+		bools: []string{"visible"}, order: "id", identity: "id"},
 	// Bot-to-bot chains in group chats (SPEC §10.6).
 	{name: "crossbot_chains", cols: []string{"platform", "chat_id", "chain", "status", "steps", "started_at", "last_at",
 		"mark", "burst_bot", "burst_at", "burst_first", "burst_woke", "draws", "version", "updated_at"},

@@ -48,6 +48,18 @@ const (
 	statementTimeout = 5 * time.Second
 )
 
+// pause waits wait, or until ctx ends, and returns the next wait of a
+// doubling back-off up to reconnectMax.
+func pause(ctx context.Context, wait time.Duration) time.Duration {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return min(2*wait, reconnectMax)
+}
+
 // NewInstanceID returns a new instance name: "i-" and 12 hex digits.
 func NewInstanceID() string {
 	var b [6]byte
@@ -268,11 +280,7 @@ func (m *Member) Run(ctx context.Context) error {
 			if err := m.connect(ctx); err != nil {
 				if ctx.Err() == nil {
 					m.log.Warn("cluster: reconnecting", "err", err, "wait", wait)
-					select {
-					case <-ctx.Done():
-					case <-time.After(wait):
-					}
-					wait = min(2*wait, reconnectMax)
+					wait = pause(ctx, wait)
 				}
 				continue
 			}
@@ -452,11 +460,7 @@ func (s *Store) Listen(ctx context.Context, notice func(gateway.Notice), resync 
 				break
 			}
 			s.log.Warn("cluster: cannot listen; retrying", "err", err, "wait", wait)
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, reconnectMax)
+			wait = pause(ctx, wait)
 			continue
 		}
 		wait = leadTry
@@ -537,12 +541,13 @@ func parseNotice(payload, self string) (n gateway.Notice, ok bool, err error) {
 		Chat       string `json:"c"`
 		User       string `json:"u"`
 		Group      bool   `json:"g"`
+		Space      string `json:"s"`
 	}
 	if err := json.Unmarshal([]byte(payload), &p); err != nil {
 		return n, false, fmt.Errorf("notice of %d bytes: %w", len(payload), err)
 	}
 	n = gateway.Notice{Kind: gateway.NoticeKind(p.Kind), ID: p.ID, Delegation: p.Delegation, New: p.New,
-		Platform: p.Platform, ChatID: p.Chat, User: p.User, Group: p.Group}
+		Platform: p.Platform, ChatID: p.Chat, User: p.User, Group: p.Group, Space: p.Space}
 	switch n.Kind {
 	case gateway.NoticeEntry, gateway.NoticeMessage:
 		if n.ID <= 0 || n.Platform == "" || n.ChatID == "" {
@@ -551,6 +556,10 @@ func parseNotice(payload, self string) (n gateway.Notice, ok bool, err error) {
 	case gateway.NoticeDelegation:
 		if n.Delegation == "" {
 			return n, false, errors.New("a delegation notice without its ID")
+		}
+	case gateway.NoticeFinding:
+		if n.ID <= 0 || n.Space == "" {
+			return n, false, errors.New("a finding notice without its ID or space")
 		}
 	default:
 		return n, false, fmt.Errorf("a notice of unknown kind %q", p.Kind)

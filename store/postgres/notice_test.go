@@ -20,6 +20,8 @@ func TestParseNotice(t *testing.T) {
 		{`{"k":"entry","i":"i-self","id":7,"p":"web","c":"x"}`, gateway.Notice{Kind: gateway.NoticeEntry, ID: 7, Platform: "web", ChatID: "x"}, false, false},
 		{`{"k":"entry","i":"i-b","p":"web","c":"x"}`, gateway.Notice{}, false, true},
 		{`{"k":"delegation","i":"i-b"}`, gateway.Notice{}, false, true},
+		{`{"k":"finding","i":"i-b","id":9,"s":"chat:web:den"}`, gateway.Notice{Kind: gateway.NoticeFinding, ID: 9, Space: "chat:web:den"}, true, false},
+		{`{"k":"finding","i":"i-b","id":9}`, gateway.Notice{}, false, true},
 		{`{"k":"gossip","i":"i-b","id":1}`, gateway.Notice{}, false, true},
 		{`not json`, gateway.Notice{}, false, true},
 	} {
@@ -51,6 +53,10 @@ func FuzzParseNotice(f *testing.F) {
 			}
 		case gateway.NoticeDelegation:
 			if n.Delegation == "" {
+				t.Fatalf("accepted %+v", n)
+			}
+		case gateway.NoticeFinding:
+			if n.ID <= 0 || n.Space == "" {
 				t.Fatalf("accepted %+v", n)
 			}
 		default:

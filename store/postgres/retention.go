@@ -292,6 +292,12 @@ func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
 	if _, err := t.exec(`DELETE FROM focus WHERE person = $1`, v); err != nil {
 		return err
 	}
+	// The findings board of their private space (SPEC §10.2).
+	for _, q := range []string{`DELETE FROM findings WHERE space = $1 AND created_at < $2`, `DELETE FROM stages WHERE space = $1 AND started_at < $2`} {
+		if _, err := t.exec(q, "user:"+v, cutoff); err != nil {
+			return err
+		}
+	}
 	// Their places in chats and rooms, then the chats left empty: the
 	// rooms nobody else is in, their private chats.
 	var chats []int64

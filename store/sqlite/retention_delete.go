@@ -285,6 +285,12 @@ func (d *deleter) finish(v *visitor) error {
 	if err := d.exec(nil, `DELETE FROM focus WHERE person = ?`, v.id); err != nil {
 		return err
 	}
+	// The findings board of their private space (SPEC §10.2).
+	for _, q := range []string{`DELETE FROM findings WHERE space = ? AND created_at < ?`, `DELETE FROM stages WHERE space = ? AND started_at < ?`} {
+		if err := d.exec(nil, q, "user:"+v.id, d.p.cutoff); err != nil {
+			return err
+		}
+	}
 	for _, r := range v.rooms {
 		if err := d.exec(nil, `DELETE FROM participants
 			WHERE conversation_id = ? AND kind = 'user' AND participant_id = ? AND joined_at < ?`, r, v.id, d.p.cutoff); err != nil {

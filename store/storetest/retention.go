@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-chat/switchboard/gateway"
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // visitor is a message from the person with platform ID pid and user ID
@@ -168,6 +169,14 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 			t.Fatal(err)
 		}
 	}
+	// The findings board of the old visitor's private space, and of
+	// ann's.
+	addFinding(t, s, finding("user:"+old, "matty", "the old visitor's"))
+	if _, err := s.StartStage(ctx, findings.StageStart{Space: "user:" + old, Name: "diverge", Isolated: true, At: now()}); err != nil {
+		t.Fatal(err)
+	}
+	addFinding(t, s, finding("user:"+old, "finn", "hidden in their stage"))
+	addFinding(t, s, finding("user:ann", "matty", "ann's"))
 
 	// The cutoff is the real time: the store dates joins by its own
 	// clock. An active visitor, seen after it.
@@ -260,6 +269,15 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 		if msgs, err := s.SessionMessages(ctx, sess.ID, "", 10); err != nil || len(msgs) == 0 {
 			t.Errorf("session %+v lost its history: %v, %v", key, texts(msgs), err)
 		}
+	}
+	if got := findingTexts(t, s, findings.Query{Space: "user:" + old, Hidden: true, Limit: 10}); len(got) != 0 {
+		t.Errorf("old visitor's findings kept: %q", got)
+	}
+	if _, running, err := s.RunningStage(ctx, "user:"+old); err != nil || running {
+		t.Errorf("old visitor's stage kept: %v, %v", running, err)
+	}
+	if got := findingTexts(t, s, findings.Query{Space: "user:ann", Limit: 10}); !slices.Equal(got, []string{"ann's"}) {
+		t.Errorf("ann's findings = %q", got)
 	}
 	turn = nextTurn(t, s, busyRes.Turns[0].SessionID)
 	if turn.Message.Text != "slow one" {

@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world/findings"
 )
 
 // Store is everything a store implements: the contracts of the gateway,
@@ -21,6 +22,7 @@ type Store interface {
 	gateway.SessionStore
 	outbox.Store
 	retention.Store
+	findings.Store
 	// GetSession returns the session with id, or an error wrapping
 	// sessions.ErrNotFound.
 	GetSession(ctx context.Context, id string) (sessions.Session, error)
@@ -85,6 +87,9 @@ func Run(t *testing.T, f Factory) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"RetentionVisitors", testRetentionVisitors},
 		{"RetentionMessages", testRetentionMessages},
+		{"Findings", testFindings},
+		{"Stages", testStages},
+		{"StageKeys", testStageKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })

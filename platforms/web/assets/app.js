@@ -355,6 +355,8 @@
       case 'delegation': upsertDelegation(f); break;
       case 'history': onHistory(f); break;
       case 'bots': onBots(f); break;
+      case 'finding': onFinding(f); break;
+      case 'findings': onFindings(f); break;
       case 'error': onError(f); break;
       default: break; // forward compatible: ignore unknown frames
     }
@@ -557,6 +559,7 @@
   }
 
   function onError(f) {
+    if (f.client_id && findingsAsked.delete(f.client_id)) return; // the board is an extra: no toast
     const text = errorText(f);
     const entry = f.client_id ? state.pending.get(f.client_id) : null;
     if (entry) {
@@ -663,7 +666,8 @@
   function normalizeMessage(raw) {
     if (!raw || raw.id == null) return null;
     const from = raw.from && typeof raw.from === 'object' ? raw.from : {};
-    const kind = from.kind === 'human' ? 'human' : 'bot';
+    // 'system': the gateway's own answer (a /stage command's), no bot's.
+    const kind = from.kind === 'human' ? 'human' : from.kind === 'system' ? 'system' : 'bot';
     return {
       id: raw.id,
       chat: raw.chat,
@@ -804,6 +808,7 @@
       conv.loading = true;
       if (state.current === conv.key && !conv.loaded) renderMessages(false);
     }
+    requestFindings(conv);
   }
 
   // ------------------------------------------------------------------ sidebar
@@ -937,6 +942,7 @@
     renderMessages(false);
     renderTyping();
     renderDelegationPanel();
+    renderFindingsPanel();
     if (conv) requestHistory(conv);
     updateComposerState();
     if (opts && opts.focus && conv) dom.composer.focus({ preventScroll: true });
@@ -1030,6 +1036,7 @@
   }
 
   function buildMsgEl(m, conv, cont) {
+    if (m.from.kind === 'system') return systemNoteEl(m);
     const human = m.from.kind === 'human';
     const self = human && isSelf(m, conv);
     const div = el('div', `msg ${human ? 'msg-human' : 'msg-bot'} ${self ? 'msg-self' : 'msg-other'}`);
@@ -1588,6 +1595,110 @@
     for (const tag of dom.messages.querySelectorAll(`.deleg-tag[data-delegation-id="${CSS.escape(rec.id)}"]`)) fillDelegTag(tag, rec);
   }
 
+  // ---------------------------------------------------------- findings board
+
+  // The findings board (SPEC §10.2) of the open conversation's space: a
+  // room's (chat:web:<room>), or in a private chat the person's own
+  // (user:<id>), which every bot of theirs shares. `findings` asks for
+  // it; a `finding` frame adds one as it becomes visible (findings a bot
+  // posts in an isolated stage arrive all at once at /release). Newest
+  // first, with its author, severity and stage.
+  const FINDINGS_LIMIT = 50;
+  const FINDINGS_COLLAPSED_KEY = 'switchboard.findings.collapsed';
+  const boards = new Map();        // space -> Map(String(id) -> finding)
+  const findingsAsked = new Set(); // client_ids of findings frames not yet answered
+
+  // The space a conversation's findings live in.
+  function spaceOf(conv) {
+    if (!conv) return '';
+    return conv.kind === 'room' ? `chat:web:${conv.id}` : `user:${state.user || state.platformId}`;
+  }
+
+  function requestFindings(conv) {
+    if (!conv || !conn.ready) return;
+    const f = conv.kind === 'room'
+      ? { type: 'findings', chat: conv.id, limit: FINDINGS_LIMIT }
+      : { type: 'findings', bot: conv.id, limit: FINDINGS_LIMIT };
+    f.client_id = newClientId();
+    findingsAsked.add(f.client_id);
+    sendFrame(f);
+  }
+
+  function onFindings(f) {
+    const space = String(f.space || '');
+    if (!space) return;
+    const board = new Map();
+    for (const it of Array.isArray(f.items) ? f.items : []) if (it && it.id != null) board.set(String(it.id), it);
+    boards.set(space, board);
+    // The answer names no client_id: forget the oldest question.
+    const first = findingsAsked.values().next();
+    if (!first.done) findingsAsked.delete(first.value);
+    if (space === spaceOf(currentConv())) renderFindingsPanel();
+  }
+
+  function onFinding(f) {
+    const space = String(f.space || '');
+    if (!space || f.id == null) return;
+    if (!boards.has(space)) boards.set(space, new Map());
+    boards.get(space).set(String(f.id), f);
+    if (space === spaceOf(currentConv())) renderFindingsPanel(String(f.id));
+  }
+
+  function findingRow(f, fresh) {
+    const li = el('li', 'finding');
+    li.dataset.severity = f.severity || 'medium';
+    if (fresh) li.classList.add('fresh');
+    const sev = el('span', 'finding-sev', f.severity || 'medium');
+    const who = el('span', 'finding-who', botName(f.bot));
+    const text = el('span', 'finding-text');
+    fillText(text, f.text || '');
+    li.append(sev, who, text);
+    if (f.stage) li.append(el('span', 'finding-stage', f.stage));
+    const t = parseTime(f.time);
+    li.title = `${botName(f.bot)} · ${f.severity}${f.stage ? ` · stage ${f.stage}` : ''}${t ? ` · ${fullFmt.format(t)}` : ''}\n${f.text || ''}`;
+    li.addEventListener('click', () => li.classList.toggle('open'));
+    return li;
+  }
+
+  // fresh: the ID of a finding that just arrived, highlighted a moment.
+  function renderFindingsPanel(fresh) {
+    const board = boards.get(spaceOf(currentConv()));
+    const list = board ? [...board.values()].sort((a, b) => Number(b.id) - Number(a.id)) : [];
+    dom.findingsPanel.hidden = list.length === 0;
+    const rows = list.map((f) => findingRow(f, String(f.id) === fresh));
+    dom.findingsList.replaceChildren(...rows);
+    // The highlight of a finding that just arrived fades.
+    for (const r of rows) if (r.classList.contains('fresh')) setTimeout(() => r.classList.remove('fresh'), 1500);
+    dom.findingsCount.textContent = String(list.length);
+    dom.findingsPanel.classList.toggle('collapsed', storage.get(FINDINGS_COLLAPSED_KEY) === '1');
+    dom.findingsToggle.setAttribute('aria-expanded', String(!dom.findingsPanel.classList.contains('collapsed')));
+  }
+
+  function toggleFindingsPanel() {
+    const collapsed = dom.findingsPanel.classList.toggle('collapsed');
+    storage.set(FINDINGS_COLLAPSED_KEY, collapsed ? '1' : '0');
+    dom.findingsToggle.setAttribute('aria-expanded', String(!collapsed));
+  }
+
+  // A line from the gateway itself (a /stage command's answer), between
+  // the messages rather than in anyone's bubble.
+  function systemNoteEl(m) {
+    const div = el('div', 'msg-system');
+    div.setAttribute('role', 'note');
+    if (m.id != null) div.dataset.id = String(m.id);
+    const text = el('span', 'msg-system-text');
+    fillText(text, m.text);
+    div.append(text);
+    const t = parseTime(m.time);
+    if (t) {
+      const time = el('time', null, timeFmt.format(t));
+      time.dateTime = t.toISOString();
+      time.title = fullFmt.format(t);
+      div.append(time);
+    }
+    return div;
+  }
+
   // ------------------------------------------------ where a message was said
 
   // A private chat's history is the whole session with its bot (SPEC §7): what
@@ -1904,6 +2015,7 @@
       'scrim', 'picker', 'picker-avatar', 'picker-name', 'picker-sub', 'status', 'status-label', 'leave-room',
       'close-embed', 'auth-banner', 'auth-detail', 'continue-anon', 'retry-auth', 'delegation-panel',
       'deleg-toggle', 'deleg-count', 'delegations', 'deleg-finished', 'deleg-finished-count', 'deleg-done', 'messages', 'jump', 'typing', 'typing-text',
+      'findings-panel', 'findings-toggle', 'findings-count', 'findings-list',
       'composer-form', 'mentions', 'composer', 'send', 'room-dialog', 'room-form', 'room-name', 'room-bots',
       'room-error', 'room-cancel', 'room-open', 'invite-room', 'invite-dialog', 'invite-form', 'invite-title',
       'invite-user', 'invite-error', 'invite-cancel', 'toasts', 'elsewhere-toggle', 'conv-notice', 'conv-notice-text'];
@@ -1945,6 +2057,7 @@
       dom.delegToggle.setAttribute('aria-expanded', String(!collapsed));
     });
     dom.elsewhereToggle.addEventListener('click', () => setShowElsewhere(!state.showElsewhere));
+    dom.findingsToggle.addEventListener('click', toggleFindingsPanel);
 
     document.addEventListener('keydown', (e) => {
       if (e.key !== 'Escape') return;

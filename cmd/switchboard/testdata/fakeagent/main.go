@@ -6,10 +6,10 @@
 //
 // On a turn that answers a help request (the prompt holds HELP
 // ANSWERED) it prints "<name> says: <ANSWER IN CAPITALS>". On any other
-// turn it lists the tools, calls request_help(bot=$FAKE_AGENT_ASK,
-// question=$FAKE_AGENT_QUESTION) and post_finding when it is offered,
-// appends what it did to $FAKE_AGENT_LOG as a JSON line, and prints that
-// it asked.
+// turn it lists the tools, calls post_finding and then
+// request_help(bot=$FAKE_AGENT_ASK, question=$FAKE_AGENT_QUESTION),
+// each when it is offered, appends what it did to $FAKE_AGENT_LOG as a
+// JSON line, and prints that it asked.
 package main
 
 import (
@@ -126,7 +126,8 @@ func act() (record, error) {
 		// A call with an argument missing: a tool error naming it.
 		"request_help_bad": {"bot": os.Getenv("FAKE_AGENT_ASK")},
 	}
-	for _, name := range []string{"request_help", "post_finding", "request_help_bad"} {
+	// The finding first: the helper, asked next, sees it on the board.
+	for _, name := range []string{"post_finding", "request_help", "request_help_bad"} {
 		tool := strings.TrimSuffix(name, "_bad")
 		if !offered(rec.Tools, tool) {
 			continue
