@@ -60,6 +60,9 @@ type Server struct {
 	// Insights are what bots noticed about people; nil answers their
 	// endpoints 501.
 	Insights Insights
+	// Chains reports the bot-to-bot chains of group chats; nil lists
+	// none.
+	Chains Chains
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
 	// summarizes; nil answers that 503.
 	Metrics prometheus.Gatherer
@@ -102,6 +105,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/v1/insights/{id}", s.forgetInsight)
 	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("GET /api/v1/instances", s.instances)
+	mux.HandleFunc("GET /api/v1/chains", s.chains)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})

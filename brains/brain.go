@@ -60,6 +60,10 @@ type Turn struct {
 	// Help is set when the turn answers another bot's help request, or
 	// is the asking bot's follow-up to the answer (SPEC §10.3).
 	Help *Help
+	// Crossbot is set when the turn answers another bot's message in a
+	// group: a step of a bot-to-bot chain (SPEC §10.6). Text is then
+	// that bot's message.
+	Crossbot *Crossbot
 	// Team lists the bots this bot may hand work to.
 	Team []Mate
 	// Context holds extra blocks the gateway injects into the prompt
@@ -178,6 +182,22 @@ type Help struct {
 
 // Answered reports whether h is the asking bot's follow-up.
 func (h *Help) Answered() bool { return h != nil && h.Answer != "" }
+
+// Crossbot describes a step of a bot-to-bot chain in a group chat.
+type Crossbot struct {
+	// Length is the chain's steps, this one included.
+	Length int
+	// Closing is set on the chain's last step: the bot should close the
+	// conversation, as no bot will answer it.
+	Closing bool
+	// From and FromID name the bot whose message the turn answers.
+	From   string
+	FromID string
+}
+
+// ClosingSentence is what a model brain is told on a chain's closing
+// turn (SPEC §10.6).
+const ClosingSentence = "This is the last message in this conversation chain; close it naturally."
 
 // Expected is an output a delegated task must produce.
 type Expected struct {

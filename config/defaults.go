@@ -17,6 +17,7 @@ const (
 	DefaultCrossbotMaxChain          = 3
 	DefaultCrossbotResponseChance    = 0.35
 	DefaultCrossbotCooldown          = 6 * time.Hour
+	DefaultCrossbotBurst             = 30 * time.Second
 	DefaultRetentionAnonymous        = 30 * 24 * time.Hour
 	DefaultSharedFindingsInject      = 15
 	DefaultSharedInsightsThreshold   = 0.7
@@ -48,6 +49,8 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "gateway.crossbot.max_chain", &g.Crossbot.MaxChain, DefaultCrossbotMaxChain)
 	setIfOmitted(doc, "gateway.crossbot.response_chance", &g.Crossbot.ResponseChance, DefaultCrossbotResponseChance)
 	setIfOmitted(doc, "gateway.crossbot.cooldown", &g.Crossbot.Cooldown, DefaultCrossbotCooldown)
+	setIfOmitted(doc, "gateway.crossbot.burst", &g.Crossbot.Burst, DefaultCrossbotBurst)
+	setIfOmitted(doc, "gateway.crossbot.enabled", &g.Crossbot.Enabled, true)
 	setIfOmitted(doc, "gateway.retention.anonymous", &g.Retention.Anonymous, DefaultRetentionAnonymous)
 	setIfOmitted(doc, "shared.findings.inject", &cfg.Shared.Findings.Inject, DefaultSharedFindingsInject)
 	setIfOmitted(doc, "shared.insights.enabled", &cfg.Shared.Insights.Enabled, true)

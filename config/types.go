@@ -175,15 +175,27 @@ type DelegationLimits struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-// CrossbotLimits is gateway.crossbot.
+// CrossbotLimits is gateway.crossbot: bot-to-bot chains in group chats
+// (SPEC §10.6). Every key is live.
 type CrossbotLimits struct {
-	// MaxChain is the longest bot-to-bot chain in a group (default 3).
+	// Enabled turns chains on (default true). Off, a bot's message in a
+	// group wakes no other bot (a hand-off trigger aside).
+	Enabled bool `yaml:"enabled"`
+	// MaxChain is the most steps of one chain, the last one a closing
+	// turn (default 3); 0 allows none.
 	MaxChain int `yaml:"max_chain"`
-	// ResponseChance is the probability, in [0,1], that a mentioned bot
-	// answers another bot (default 0.35).
+	// ResponseChance is the probability, in [0,1], that a bot mentioned
+	// in another bot's message answers it (default 0.35); a name in
+	// plain text gets 0.3 times it.
 	ResponseChance float64 `yaml:"response_chance"`
-	// Cooldown is the quiet time of a channel between chains (default 6h).
+	// Cooldown is how long after a chain with at least one step no new
+	// chain starts in that chat (default 6h).
 	Cooldown time.Duration `yaml:"cooldown"`
+	// Burst is the time within which consecutive messages of one bot
+	// count as one message (default 30s).
+	Burst time.Duration `yaml:"burst"`
+	// Seed, when set, makes the response draws reproducible.
+	Seed *int `yaml:"seed"`
 }
 
 // Bot is one entry of bots.yaml's bots list.

@@ -66,6 +66,7 @@ func validateGateway(r *report, g *Gateway) {
 	atLeast(r, "gateway.delegation.timeout", d.Timeout, 1)
 	atLeast(r, "gateway.crossbot.max_chain", c.MaxChain, 0)
 	atLeast(r, "gateway.crossbot.cooldown", c.Cooldown, 0)
+	atLeast(r, "gateway.crossbot.burst", c.Burst, 0)
 	if !(c.ResponseChance >= 0 && c.ResponseChance <= 1) {
 		r.errorf("gateway.crossbot.response_chance", "must be between 0 and 1, got %v", c.ResponseChance)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world/chains"
 )
 
 // Errors returned by Deliver and the Host methods.
@@ -90,6 +91,11 @@ type Gateway struct {
 	users      atomic.Pointer[identity.Directory]
 	delegation atomic.Pointer[DelegationSettings]
 	policy     *delegation.Policy
+	// crossbot holds the bot-to-bot chain settings (crossbot.go);
+	// chainReplies the turns whose group messages are judged once
+	// stored (turn ID → chainReply).
+	crossbot     atomic.Pointer[chains.Settings]
+	chainReplies sync.Map
 
 	// shared is set on a database other processes share; bg holds the
 	// goroutines its notices start.
@@ -134,6 +140,7 @@ func New(opts Options) *Gateway {
 		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}
 	g.roster.Store(NewRoster(nil))
+	g.SetCrossbot(DefaultCrossbot)
 	g.users.Store(&identity.Directory{})
 	g.delegation.Store(&DelegationSettings{Limits: delegation.DefaultLimits, ContextMessages: 3, Timeout: 5 * time.Minute})
 	g.outbox = outbox.New(outbox.Options{

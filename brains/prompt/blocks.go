@@ -134,6 +134,11 @@ func chat(t brains.Turn) string {
 		fmt.Fprintf(&sb, " %s answered the question you asked on behalf of %s; your reply goes to %s on %s.", t.Help.From, t.User.Name, t.User.Name, t.Platform)
 	case t.Help != nil:
 		fmt.Fprintf(&sb, " %s asks you for help on behalf of %s; your answer goes to %s only, never to %s.", t.Help.From, t.User.Name, t.Help.From, t.User.Name)
+	case t.Crossbot != nil:
+		fmt.Fprintf(&sb, " You are in a group chat on %s, answering %s, another bot, in a conversation %s started.", t.Platform, t.Crossbot.From, t.User.Name)
+		if t.Crossbot.Closing {
+			sb.WriteString(" " + brains.ClosingSentence)
+		}
 	case t.Group:
 		fmt.Fprintf(&sb, " You are in a group chat on %s, answering %s.", t.Platform, t.User.Name)
 	default:

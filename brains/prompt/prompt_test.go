@@ -125,6 +125,15 @@ func answeredTurn() brains.Turn {
 	return tn
 }
 
+// chainTurn is Matty answering Priest in the group, the closing step of
+// a bot-to-bot chain Ann started.
+func chainTurn() brains.Turn {
+	tn := groupTurn()
+	tn.Text = "Matty, backups first or the schema?"
+	tn.Crossbot = &brains.Crossbot{Length: 3, Closing: true, From: "Priest", FromID: "priest"}
+	return tn
+}
+
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		name string
@@ -137,6 +146,7 @@ func TestGolden(t *testing.T) {
 		{"delegated_inline_tool", delegatedTurn(), Options{DelegateTool: true}},
 		{"help", helperTurn(), Options{Workdir: true}},
 		{"help_answered", answeredTurn(), Options{}},
+		{"chain_closing", chainTurn(), Options{}},
 	}
 	tests[3].turn.Team = mates[1:]
 	for _, tt := range tests {

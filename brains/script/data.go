@@ -37,6 +37,9 @@ type data struct {
 	// Help is nil unless the turn answers a help request or is the
 	// asking bot's follow-up to its answer (SPEC §10.3).
 	Help *help
+	// Crossbot is nil unless the turn answers another bot's message in a
+	// group, as a step of a bot-to-bot chain (SPEC §10.6).
+	Crossbot *crossbot
 	// Match holds the winning rule's submatches, index 0 the whole match;
 	// it is empty for the default reply.
 	Match []string
@@ -174,6 +177,31 @@ func (h *help) Answer() (string, error) {
 	return h.h.Answer, nil
 }
 
+// errNotCrossbot is what a template gets for reaching into .Crossbot on
+// a turn that is no step of a bot-to-bot chain.
+var errNotCrossbot = errors.New("the turn is no bot-to-bot chain step: .Crossbot is nil; guard with {{if .Crossbot}} or {{with .Crossbot}}")
+
+// crossbot exposes a chain step through methods, as delegation does:
+// .Length is the chain's steps, this one included, and .Closing is true
+// on the step that reaches max_chain.
+type crossbot struct{ c brains.Crossbot }
+
+// Length is the chain's steps, this one included.
+func (c *crossbot) Length() (int, error) {
+	if c == nil {
+		return 0, errNotCrossbot
+	}
+	return c.c.Length, nil
+}
+
+// Closing reports whether this is the chain's last step.
+func (c *crossbot) Closing() (bool, error) {
+	if c == nil {
+		return false, errNotCrossbot
+	}
+	return c.c.Closing, nil
+}
+
 // newData builds a template's dot from a turn and the winning rule's
 // submatches.
 func newData(t brains.Turn, match []string) *data {
@@ -203,6 +231,9 @@ func newData(t brains.Turn, match []string) *data {
 	}
 	if t.Help != nil {
 		dt.Help = &help{h: *t.Help}
+	}
+	if t.Crossbot != nil {
+		dt.Crossbot = &crossbot{c: *t.Crossbot}
 	}
 	return dt
 }

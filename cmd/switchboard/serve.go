@@ -182,7 +182,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Chains: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),

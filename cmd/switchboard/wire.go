@@ -39,6 +39,7 @@ func (m *Main) apply(cfg *config.Config) error {
 	limits := delegation.DefaultLimits
 	limits.MaxDepth, limits.Cooldown = d.MaxDepth, d.Cooldown
 	m.gw.SetDelegation(gateway.DelegationSettings{Limits: limits, ContextMessages: d.ContextMessages, Timeout: d.Timeout})
+	m.gw.SetCrossbot(crossbotSettings(cfg.Gateway.Crossbot))
 	if m.links != nil {
 		// Before the platforms, which report on the new settings.
 		m.links.configure(cfg)

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world/chains"
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/insights"
 )
@@ -84,8 +85,8 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || res.Message.ID <= maxID(t, a, "messages") || res.Turns[0].ID <= maxID(t, a, "turns") {
 		t.Errorf("a message after the copy = %+v, %v; want IDs after the copied ones", res, err)
 	}
-	if n, err := p.QueueDepth(ctx); err != nil || n != 3 {
-		t.Errorf("queue depth after the copy = %d, %v; want 3", n, err)
+	if n, err := p.QueueDepth(ctx); err != nil || n != 4 {
+		t.Errorf("queue depth after the copy = %d, %v; want 4", n, err)
 	}
 	if pending, err := p.PendingOutbox(ctx); err != nil || len(pending) != 2 {
 		t.Errorf("pending outbox after the copy = %+v, %v", pending, err)
@@ -234,6 +235,19 @@ func fill(t *testing.T, s store) []byte {
 		return sessions.Outcome{Turn: turn.Ref, Posts: []sessions.Post{post(turn, "matty", "part one\n\npart two")}}
 	})
 	must(s.MarkPart(ctx, done.Outbox[0].OutboxID, 1, "tg-1"))
+	// Matty's answer there starts a bot-to-bot chain: Finn's step, the
+	// closing one, is queued (SPEC §10.6).
+	at := now()
+	_, ok, err := s.AdvanceChain(ctx, gateway.ChainAdvance{Message: done.Outbox[0].MessageID, At: at,
+		State: chains.State{Platform: "telegram", Chat: "-100", Chain: 1, Status: chains.Closed, Steps: 1,
+			StartedAt: at, LastAt: at, Mark: done.Outbox[0].MessageID, Draws: 3,
+			Burst: chains.Burst{Bot: "matty", At: at, First: true, Woke: []string{"finn"}}},
+		Answers: []gateway.ChainAnswer{{Session: sessions.Key{Bot: "finn", Scope: sessions.ScopeGroup, ScopeID: "telegram:-100"},
+			Text: "part one", Step: 1, Closing: true}}})
+	must(err)
+	if !ok {
+		t.Fatal("the chain was not stored")
+	}
 	// Rooms: an open one with bots and an invited member, a closed one.
 	_, err = s.JoinRoom(ctx, "web", "lobby", gateway.Person{ID: "web-ann"}, gateway.NewRoom{Bots: []string{"finn", "matty", "priest"}, Open: true})
 	must(err)

@@ -83,6 +83,7 @@ func Run(t *testing.T, f Factory) {
 		{"OpenRooms", testOpenRooms},
 		{"Conversations", testConversations},
 		{"Focus", testFocus},
+		{"Chains", testChains},
 		{"Sessions", testSessions},
 		{"Secret", testSecret},
 		{"ConcurrentWriters", testConcurrentWriters},
