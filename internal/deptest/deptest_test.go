@@ -30,10 +30,10 @@ var allowed = map[string][]string{
 	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world", "world/actions", "world/findings"},
 	"retention":          nil,
 	"download":           {"chat"},
-	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings"},
-	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings"},
+	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings", "world/gossip"},
+	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings", "world/gossip"},
 	"store/dbcopy":       {"store/postgres", "store/sqlite"},
-	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings"},
+	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/findings", "world/gossip"},
 	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world", "world/findings"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox", "world", "world/findings"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
@@ -56,12 +56,13 @@ var allowed = map[string][]string{
 	"world":          nil,
 	"world/actions":  {"brains", "chat", "delegation"},
 	"world/findings": {"world", "world/actions"},
+	"world/gossip":   {"brains", "chat"},
 }
 
 // core lists the packages that must stay free of drivers and libraries of
 // the outside world, which forbiddenOutside names.
 var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention",
-	"world", "world/actions", "world/findings"}
+	"world", "world/actions", "world/findings", "world/gossip"}
 
 var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/gossip"
 )
 
 // TestRoundTrip copies a SQLite store holding some of everything to
@@ -116,6 +117,7 @@ type store interface {
 	gateway.SessionStore
 	outbox.Store
 	findings.Store
+	gossip.Store
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 }
 
@@ -232,6 +234,14 @@ func fill(t *testing.T, s store) []byte {
 	_, err = s.StartStage(ctx, findings.StageStart{Space: "chat:web:lobby", Name: "converge", Isolated: true, At: now()})
 	must(err)
 	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "finn", Text: "idea two", Severity: "low", CreatedAt: now()})
+	must(err)
+	// Gossip: an event delivered to finn, still due to priest.
+	ev, _, err := s.AddGossip(ctx, gossip.Event{User: "ann", UserName: "Ann", SourceBot: "matty", MessageID: 1, Topic: "career",
+		Summary: "I got a new job.", Status: gossip.StatusQueued, CreatedAt: now()}, []string{"finn", "priest"})
+	must(err)
+	_, err = s.DeliverMemory(ctx, gossip.Delivery{Event: ev, Bot: "finn"}, chat.Message{Kind: chat.KindSystem,
+		From: chat.Party{Kind: chat.System, ID: "matty", Name: gossip.NoteFrom}, UserID: "ann", Bot: "finn",
+		Text: gossip.NoteText("Matty", ev), Time: now()})
 	must(err)
 	return secret
 }

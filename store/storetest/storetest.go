@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/gossip"
 )
 
 // Store is everything a store implements: the contracts of the gateway,
@@ -23,6 +24,7 @@ type Store interface {
 	outbox.Store
 	retention.Store
 	findings.Store
+	gossip.Store
 	// GetSession returns the session with id, or an error wrapping
 	// sessions.ErrNotFound.
 	GetSession(ctx context.Context, id string) (sessions.Session, error)
@@ -89,6 +91,13 @@ func Run(t *testing.T, f Factory) {
 		{"Findings", testFindings},
 		{"Stages", testStages},
 		{"StageKeys", testStageKeys},
+		{"GossipEvents", testGossipEvents},
+		{"GossipDelivery", testGossipDelivery},
+		{"GossipBlock", testGossipBlock},
+		{"GossipConcurrent", testGossipConcurrent},
+		{"Memories", testMemories},
+		{"MessagesFrom", testMessagesFrom},
+		{"GossipRetention", testGossipRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
