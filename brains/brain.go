@@ -22,8 +22,8 @@ import (
 // the bot's behalf and logs the error, so the error text may be detailed
 // but must not contain secrets.
 //
-// The turn's slices (History, GroupHistory, Team, Context, Findings, and
-// the delegation's) belong to the gateway, which may share them between
+// The turn's slices (History, GroupHistory, Team, Context, Findings,
+// Memories, and the delegation's) belong to the gateway, which may share them between
 // turns: a brain reads them and does not write into them, and copies what
 // it keeps past its return.
 type Brain interface {
@@ -69,6 +69,11 @@ type Turn struct {
 	// may see (SPEC §10.2), oldest first: shown to script templates as
 	// .Findings and to models as the SHARED FINDINGS block.
 	Findings []Finding
+	// Memories are the newest gossip memories the bot has of the
+	// person (SPEC §10.5), oldest first: shown to script templates as
+	// .Memories and to models as the MEMORIES FROM OTHER CHARACTERS
+	// block.
+	Memories []Memory
 	// Actions are the actions the turn may take, bound to its bot,
 	// person and space; nil when it may take none (a public bot).
 	Actions Actions
@@ -83,6 +88,15 @@ type Finding struct {
 	Text     string
 	// Stage is the stage it was posted in, "" for none.
 	Stage string
+}
+
+// Memory is news about the person another bot was told, as gossip
+// brought it (SPEC §10.5).
+type Memory struct {
+	// From is the display name of the bot that was told.
+	From string
+	// Text is the news: "Bryan: I got a new job at a tech company".
+	Text string
 }
 
 // Mate is a bot the answering bot may hand work to.

@@ -18,9 +18,10 @@ type block struct {
 }
 
 // Titles of the fixed blocks, in the order they appear. The shared
-// findings (Turn.Findings, under FindingsHeading) and the injected
-// context blocks (Turn.Context, under their own titles, upper-cased)
-// come between TitleTeam and TitleGroup.
+// findings (Turn.Findings, under FindingsHeading), the gossip memories
+// (Turn.Memories, under MemoriesHeading) and the injected context
+// blocks (Turn.Context, under their own titles, upper-cased) come
+// between TitleTeam and TitleGroup.
 const (
 	TitlePersona  = "PERSONA"
 	TitleChat     = "CHAT"
@@ -40,6 +41,13 @@ const (
 //	1. [Matty Atlas] high: The auth module uses JWT with 24h expiry
 const FindingsHeading = "SHARED FINDINGS (newest last)"
 
+// MemoriesHeading heads the gossip memories block, which SPEC §10.5
+// writes as
+//
+//	[MEMORIES FROM OTHER CHARACTERS]
+//	- Elena told you: Bryan: I got a new job at a tech company
+const MemoriesHeading = "[MEMORIES FROM OTHER CHARACTERS]"
+
 // blocks lists the system blocks of t in their fixed order; blocks with
 // nothing to say are left out.
 func blocks(t brains.Turn, opts Options) []block {
@@ -48,6 +56,7 @@ func blocks(t brains.Turn, opts Options) []block {
 		{title: TitleChat, body: chat(t)},
 		{title: TitleTeam, body: team(t.Team, opts.DelegateTool)},
 		{body: sharedFindings(t.Findings), own: true},
+		{body: memories(t.Memories), own: true},
 	}
 	for _, c := range t.Context {
 		title := strings.ToUpper(strings.TrimSpace(c.Title))
@@ -168,6 +177,20 @@ func sharedFindings(fs []brains.Finding) string {
 	sb.WriteString(FindingsHeading)
 	for i, f := range fs {
 		fmt.Fprintf(&sb, "\n%d. [%s] %s: %s", i+1, f.Bot, f.Severity, indent(f.Text))
+	}
+	return sb.String()
+}
+
+// memories are the gossip memories of the turn as SPEC §10.5 writes
+// them: a heading, then one line a memory, oldest first.
+func memories(ms []brains.Memory) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(MemoriesHeading)
+	for _, m := range ms {
+		fmt.Fprintf(&sb, "\n- %s told you: %s", m.From, indent(m.Text))
 	}
 	return sb.String()
 }

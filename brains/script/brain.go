@@ -8,7 +8,9 @@
 // .User.ID, .User.Name, .Bot.ID, .Bot.Name, .Platform, .Group, .History
 // (each with .Kind, .From, .Text and .Time), .Findings (the shared
 // findings the bot may see, oldest first, each with .Bot, .BotID,
-// .Severity, .Text and .Stage), .Match (the winning rule's submatches,
+// .Severity, .Text and .Stage), .Memories (the gossip memories the bot
+// has of the person, oldest first, each with .From, the name of the bot
+// that was told, and .Text), .Match (the winning rule's submatches,
 // index 0 the whole match; empty for the default reply) and
 // .Delegation. .Delegation is nil unless the turn was handed over by
 // another bot, so {{if .Delegation}} tests for it; when set it has .ID,

@@ -157,6 +157,7 @@ func sampleTurns() []brains.Turn {
 		Text:      "sample message",
 		History:   []brains.Entry{{Kind: "human", From: "Sam", Text: "an earlier message", Time: at}},
 		Findings:  []brains.Finding{{Bot: "Other Bot", BotID: "other-bot", Severity: "high", Text: "a finding", Stage: "sample"}},
+		Memories:  []brains.Memory{{From: "Other Bot", Text: "Sam: a memory"}},
 	}
 	delegated := plain
 	delegated.Group = true

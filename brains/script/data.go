@@ -28,6 +28,9 @@ type data struct {
 	// Findings are the shared findings the bot may see (SPEC §10.2),
 	// oldest first.
 	Findings []finding
+	// Memories are the gossip memories the bot has of the person (SPEC
+	// §10.5), oldest first.
+	Memories []memory
 	// Delegation is nil unless the turn was handed over by another bot,
 	// so {{if .Delegation}} and {{with .Delegation}} test for it.
 	Delegation *delegation
@@ -53,6 +56,10 @@ type entry = brains.Entry
 // finding is one shared finding: .Bot (the author's name), .BotID,
 // .Severity, .Text and .Stage, as brains.Finding has them.
 type finding = brains.Finding
+
+// memory is one gossip memory: .From (the name of the bot that was
+// told) and .Text, as brains.Memory has them.
+type memory = brains.Memory
 
 // input is an artifact handed over with a delegation; Content is text so
 // templates can print it.
@@ -182,6 +189,9 @@ func newData(t brains.Turn, match []string) *data {
 	}
 	if len(t.Findings) > 0 {
 		dt.Findings = t.Findings
+	}
+	if len(t.Memories) > 0 {
+		dt.Memories = t.Memories
 	}
 	if t.Delegation != nil {
 		dl := &delegation{d: *t.Delegation}
