@@ -57,6 +57,8 @@ type Server struct {
 	Instances Instances
 	// Findings is the findings board; nil answers its endpoints 501.
 	Findings Findings
+	// Gossip reads gossip events; nil answers its endpoint 501.
+	Gossip Gossip
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
 	// summarizes; nil answers that 503.
 	Metrics prometheus.Gatherer
@@ -95,6 +97,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/stages", s.listStages)
 	mux.HandleFunc("POST /api/v1/stages", s.startStage)
 	mux.HandleFunc("POST /api/v1/stages/release", s.releaseStage)
+	mux.HandleFunc("GET /api/v1/gossip", s.listGossip)
 	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("GET /api/v1/instances", s.instances)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

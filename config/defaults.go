@@ -48,6 +48,7 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "gateway.crossbot.cooldown", &g.Crossbot.Cooldown, DefaultCrossbotCooldown)
 	setIfOmitted(doc, "gateway.retention.anonymous", &g.Retention.Anonymous, DefaultRetentionAnonymous)
 	setIfOmitted(doc, "shared.findings.inject", &cfg.Shared.Findings.Inject, DefaultSharedFindingsInject)
+	applyGossipDefaults(&cfg.Shared.Gossip, doc)
 
 	for i := range cfg.Bots {
 		b := &cfg.Bots[i]

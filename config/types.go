@@ -76,6 +76,8 @@ func (c *Config) Bot(id string) (*Bot, bool) {
 type Shared struct {
 	// Findings configures the findings board.
 	Findings SharedFindings `yaml:"findings"`
+	// Gossip configures gossip (gossip.go).
+	Gossip SharedGossip `yaml:"gossip"`
 }
 
 // SharedFindings is shared.findings.

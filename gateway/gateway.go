@@ -66,6 +66,9 @@ type Options struct {
 	// Findings is the findings board; turns see no findings and stage
 	// commands are ordinary messages when nil.
 	Findings Findings
+	// Gossip is the grapevine (gossip.go); no message is checked for
+	// news and turns get no memories when nil.
+	Gossip Gossip
 }
 
 // Gateway is the pipeline. Its configuration (the roster of bots, the
@@ -81,6 +84,7 @@ type Gateway struct {
 	now      func() time.Time
 	actions  ActionBinder
 	findings Findings
+	gossip   Gossip
 
 	roster     atomic.Pointer[Roster]
 	users      atomic.Pointer[identity.Directory]
@@ -125,7 +129,7 @@ func New(opts Options) *Gateway {
 	}
 	g := &Gateway{
 		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now, shared: opts.Shared,
-		actions: opts.Actions, findings: opts.Findings,
+		actions: opts.Actions, findings: opts.Findings, gossip: opts.Gossip,
 		platforms: make(map[string]Platform), started: make(chan struct{}),
 		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}

@@ -138,8 +138,9 @@ func (g *Gateway) rootDelegation(ctx context.Context, d delegation.Record) deleg
 
 // bindWorld gives turn the shared world of its space: the actions of
 // its bot, bound to the turn (its bot, for its person, in its space,
-// speaking in where), and the findings the bot may see. A public bot
-// takes no part: it gets neither. The returned actions (nil when none)
+// speaking in where), the findings the bot may see and the gossip
+// memories it has of the person. A public bot takes no part: it gets
+// none of them. The returned actions (nil when none)
 // are ended by the caller when the brain is done.
 func (g *Gateway) bindWorld(ctx context.Context, log *slog.Logger, roster *Roster, bot *Bot, t sessions.Turn, turn *brains.Turn, where chat.Ref) *actions.Turn {
 	if bot.Public {
@@ -159,6 +160,7 @@ func (g *Gateway) bindWorld(ctx context.Context, log *slog.Logger, roster *Roste
 			})
 		}
 	}
+	g.gossipMemories(ctx, log, roster, bot, turn)
 	if g.actions == nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/gossip"
 )
 
 // store is everything serve uses of its store, SQLite's or PostgreSQL's:
@@ -25,6 +26,7 @@ type store interface {
 	outbox.Store
 	retention.Store
 	findings.Store
+	gossip.Store
 	api.Sessions
 	api.Artifacts
 	api.Conversations

@@ -50,6 +50,7 @@ func (m *Main) apply(cfg *config.Config) error {
 	}
 	m.retain.Configure(retentionPolicy(cfg))
 	m.board.SetInject(cfg.Shared.Findings.Inject)
+	m.gossip.Configure(gossipSettings(cfg))
 	return nil
 }
 
