@@ -1,10 +1,14 @@
 package gossip
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/brains/script"
 )
 
 func TestParseAnswer(t *testing.T) {
@@ -84,4 +88,25 @@ func FuzzParseAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The script classifier of docs/shared-world.md answers what
+// ParseAnswer reads, whatever quotes the message holds.
+func TestDocumentedScriptClassifier(t *testing.T) {
+	b, err := script.New(script.Config{Rules: []script.Rule{{
+		Match: `(?i)\b(adopted|new) (a )?(puppy|kitten|dog|cat)\b`,
+		Reply: `{"topic": "pets", "summary": {{printf "%q" .Text}}}`,
+	}}, Default: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot := brains.Bot{ID: "judge", Name: "Judge"}
+	user := brains.User{ID: "bryan", Name: "Bryan"}
+	c, err := Classify(context.Background(), b, bot, user, "Elena", "web", `We adopted a puppy — "Miso"!`)
+	if err != nil || c.Topic != "pets" || c.Summary != `We adopted a puppy — "Miso"!` {
+		t.Errorf("a pet = %+v, %v", c, err)
+	}
+	if c, err := Classify(context.Background(), b, bot, user, "Elena", "web", "nice weather"); err != nil || !c.None {
+		t.Errorf("the weather = %+v, %v", c, err)
+	}
 }
