@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/chat"
@@ -31,14 +32,17 @@ type Gossip interface {
 
 // gossipHeard hands the grapevine a person's message m, just stored,
 // which turns asks bots to answer: the first bot addressed is the one
-// told. Other messages (a bot's, one no bot answers) are no news.
+// told. Other messages (a bot's, one no bot answers) are no news. The
+// message's key is its platform's name for it, the same for the copies
+// of one group message that each bot of the group receives (Telegram,
+// Discord): they make one event.
 func (g *Gateway) gossipHeard(ev Event, user UserRef, m chat.Message, turns []sessions.Request) {
 	if g.gossip == nil || ev.Sender.IsBot || len(turns) == 0 || m.Kind != chat.KindChat {
 		return
 	}
 	g.gossip.Heard(gossip.Heard{
-		MessageID: m.ID, User: user.ID, UserName: user.Name, Bot: turns[0].Session.Bot,
-		Platform: ev.Platform, Text: turns[0].Text,
+		MessageID: m.ID, Key: ev.Platform + "/" + strconv.Quote(ev.ChatID) + "/" + ev.MessageID,
+		User: user.ID, UserName: user.Name, Bot: turns[0].Session.Bot, Platform: ev.Platform, Text: turns[0].Text,
 	})
 }
 

@@ -236,7 +236,7 @@ func fill(t *testing.T, s store) []byte {
 	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "finn", Text: "idea two", Severity: "low", CreatedAt: now()})
 	must(err)
 	// Gossip: an event delivered to finn, still due to priest.
-	ev, _, err := s.AddGossip(ctx, gossip.Event{User: "ann", UserName: "Ann", SourceBot: "matty", MessageID: 1, Topic: "career",
+	ev, _, err := s.AddGossip(ctx, gossip.Event{User: "ann", UserName: "Ann", SourceBot: "matty", MessageID: 1, Key: "web/lobby/1", Topic: "career",
 		Summary: "I got a new job.", Status: gossip.StatusQueued, CreatedAt: now()}, []string{"finn", "priest"})
 	must(err)
 	_, err = s.DeliverMemory(ctx, gossip.Delivery{Event: ev, Bot: "finn"}, chat.Message{Kind: chat.KindSystem,

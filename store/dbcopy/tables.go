@@ -62,7 +62,7 @@ var tables = []table{
 	{name: "findings", cols: []string{"id", "space", "bot", "text", "severity", "stage", "visible", "created_at"},
 		bools: []string{"visible"}, order: "id", identity: "id"},
 	// Gossip (SPEC §10.5).
-	{name: "gossip_events", cols: []string{"id", "user_id", "user_name", "source_bot", "message_id", "topic", "summary",
+	{name: "gossip_events", cols: []string{"id", "user_id", "user_name", "source_bot", "message_id", "message_key", "topic", "summary",
 		"depth", "status", "reason", "created_at", "updated_at"}, order: "id", identity: "id"},
 	{name: "gossip_deliveries", cols: []string{"event_id", "bot", "user_id", "status", "reason", "message_id", "delivered_at"},
 		order: "event_id, bot"},

@@ -25,7 +25,7 @@ import (
 var _ gossip.Store = (*Store)(nil)
 
 // gossipColumns is the select list gossipRow reads.
-const gossipColumns = `id, user_id, user_name, source_bot, message_id, topic, summary, depth, status, reason, created_at, updated_at`
+const gossipColumns = `id, user_id, user_name, source_bot, message_id, message_key, topic, summary, depth, status, reason, created_at, updated_at`
 
 // gossipRow receives a row of gossipColumns.
 type gossipRow struct {
@@ -35,7 +35,7 @@ type gossipRow struct {
 
 func (r *gossipRow) dest() []any {
 	e := &r.e
-	return []any{&e.ID, &e.User, &e.UserName, &e.SourceBot, &e.MessageID, &e.Topic, &e.Summary, &e.Depth,
+	return []any{&e.ID, &e.User, &e.UserName, &e.SourceBot, &e.MessageID, &e.Key, &e.Topic, &e.Summary, &e.Depth,
 		&e.Status, &e.Reason, &r.created, &r.updated}
 }
 
@@ -46,8 +46,8 @@ func (r *gossipRow) event() gossip.Event {
 }
 
 // AddGossip implements gossip.Store. Two gateways storing an event of
-// the same message meet at its unique index: the second finds the
-// first's.
+// the same message (two bots' copies of it) meet at its key's unique
+// index: the second finds the first's.
 func (s *Store) AddGossip(ctx context.Context, e gossip.Event, due []string) (gossip.Event, bool, error) {
 	var out gossip.Event
 	var created bool
@@ -55,13 +55,13 @@ func (s *Store) AddGossip(ctx context.Context, e gossip.Event, due []string) (go
 		out, created = e, false
 		at := micros(e.CreatedAt)
 		var id int64
-		err := tx.scanOne(`INSERT INTO gossip_events (user_id, user_name, source_bot, message_id, topic, summary, depth,
-			status, reason, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
-			ON CONFLICT (message_id) WHERE message_id <> 0 DO NOTHING RETURNING id`,
-			[]any{e.User, e.UserName, e.SourceBot, e.MessageID, e.Topic, e.Summary, e.Depth, e.Status, e.Reason, at}, &id)
+		err := tx.scanOne(`INSERT INTO gossip_events (user_id, user_name, source_bot, message_id, message_key, topic, summary, depth,
+			status, reason, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)
+			ON CONFLICT (message_key) WHERE message_key <> '' DO NOTHING RETURNING id`,
+			[]any{e.User, e.UserName, e.SourceBot, e.MessageID, e.Key, e.Topic, e.Summary, e.Depth, e.Status, e.Reason, at}, &id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			var r gossipRow
-			if err := tx.scanOne(`SELECT `+gossipColumns+` FROM gossip_events WHERE message_id = $1`, []any{e.MessageID}, r.dest()...); err != nil {
+			if err := tx.scanOne(`SELECT `+gossipColumns+` FROM gossip_events WHERE message_key = $1`, []any{e.Key}, r.dest()...); err != nil {
 				if errors.Is(err, pgx.ErrNoRows) {
 					return errRetry // its transaction has not committed yet
 				}

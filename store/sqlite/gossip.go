@@ -19,12 +19,12 @@ import (
 var _ gossip.Store = (*Store)(nil)
 
 // gossipColumns is the select list scanGossip reads.
-const gossipColumns = `id, user_id, user_name, source_bot, message_id, topic, summary, depth, status, reason, created_at, updated_at`
+const gossipColumns = `id, user_id, user_name, source_bot, message_id, message_key, topic, summary, depth, status, reason, created_at, updated_at`
 
 func scanGossip(row scanner) (gossip.Event, error) {
 	var e gossip.Event
 	var created, updated int64
-	err := row.Scan(&e.ID, &e.User, &e.UserName, &e.SourceBot, &e.MessageID, &e.Topic, &e.Summary, &e.Depth,
+	err := row.Scan(&e.ID, &e.User, &e.UserName, &e.SourceBot, &e.MessageID, &e.Key, &e.Topic, &e.Summary, &e.Depth,
 		&e.Status, &e.Reason, &created, &updated)
 	e.CreatedAt, e.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return e, err
@@ -35,8 +35,8 @@ func (s *Store) AddGossip(ctx context.Context, e gossip.Event, due []string) (go
 	var created bool
 	err := s.write(ctx, func(tx *txn) error {
 		created = false
-		if e.MessageID != 0 {
-			old, err := scanGossip(tx.row(`SELECT `+gossipColumns+` FROM gossip_events WHERE message_id = ?`, e.MessageID))
+		if e.Key != "" {
+			old, err := scanGossip(tx.row(`SELECT `+gossipColumns+` FROM gossip_events WHERE message_key = ?`, e.Key))
 			switch {
 			case err == nil:
 				e = old
@@ -47,9 +47,9 @@ func (s *Store) AddGossip(ctx context.Context, e gossip.Event, due []string) (go
 		}
 		at := micros(e.CreatedAt)
 		e.CreatedAt, e.UpdatedAt = fromMicros(at), fromMicros(at)
-		id, err := tx.insert(`INSERT INTO gossip_events (user_id, user_name, source_bot, message_id, topic, summary, depth,
-			status, reason, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.User, e.UserName, e.SourceBot, e.MessageID, e.Topic, e.Summary, e.Depth, e.Status, e.Reason, at, at)
+		id, err := tx.insert(`INSERT INTO gossip_events (user_id, user_name, source_bot, message_id, message_key, topic, summary, depth,
+			status, reason, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.User, e.UserName, e.SourceBot, e.MessageID, e.Key, e.Topic, e.Summary, e.Depth, e.Status, e.Reason, at, at)
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (s *Store) PendingDeliveries(ctx context.Context, limit int) ([]gossip.Deli
 	var out []gossip.Delivery
 	err := s.read(ctx, func(tx *txn) error {
 		out = nil
-		rows, err := tx.query(`SELECT d.bot, e.id, e.user_id, e.user_name, e.source_bot, e.message_id, e.topic, e.summary,
+		rows, err := tx.query(`SELECT d.bot, e.id, e.user_id, e.user_name, e.source_bot, e.message_id, e.message_key, e.topic, e.summary,
 			e.depth, e.status, e.reason, e.created_at, e.updated_at
 			FROM gossip_deliveries d JOIN gossip_events e ON e.id = d.event_id
 			WHERE d.status = 'pending' ORDER BY d.event_id, d.bot LIMIT ?`, max(limit, 1))
@@ -177,7 +177,7 @@ func (s *Store) PendingDeliveries(ctx context.Context, limit int) ([]gossip.Deli
 			var d gossip.Delivery
 			var created, updated int64
 			e := &d.Event
-			if err := rows.Scan(&d.Bot, &e.ID, &e.User, &e.UserName, &e.SourceBot, &e.MessageID, &e.Topic, &e.Summary,
+			if err := rows.Scan(&d.Bot, &e.ID, &e.User, &e.UserName, &e.SourceBot, &e.MessageID, &e.Key, &e.Topic, &e.Summary,
 				&e.Depth, &e.Status, &e.Reason, &created, &updated); err != nil {
 				return err
 			}

@@ -17,8 +17,8 @@ import (
 // gossipEvent is news ann told matty in message msg, queued (or as
 // status says).
 func gossipEvent(user string, msg int64, status, summary string) gossip.Event {
-	return gossip.Event{User: user, UserName: "Ann", SourceBot: "matty", MessageID: msg, Topic: "career",
-		Summary: summary, Status: status, CreatedAt: now()}
+	return gossip.Event{User: user, UserName: "Ann", SourceBot: "matty", MessageID: msg, Key: fmt.Sprint("web/lobby/", msg),
+		Topic: "career", Summary: summary, Status: status, CreatedAt: now()}
 }
 
 func addGossip(t *testing.T, s Store, e gossip.Event, due ...string) gossip.Event {
@@ -109,10 +109,22 @@ func testGossipEvents(t *testing.T, f Factory) {
 	}
 	other := addGossip(t, s, gossipEvent("bob", 13, gossip.StatusDelivered, "Moving to Lisbon."))
 
-	// The same message again: the first event, unchanged.
-	again, created, err := s.AddGossip(ctx, gossipEvent("ann", 12, gossip.StatusBlocked, "something else"), []string{"x"})
-	if err != nil || created || again.ID != q.ID || again.Summary != q.Summary || !slices.Equal(again.Pending, q.Pending) {
+	// The same message again (another bot's copy of it): the first
+	// event, unchanged.
+	copyOf := gossipEvent("ann", 99, gossip.StatusBlocked, "something else")
+	copyOf.Key, copyOf.SourceBot = q.Key, "finn"
+	again, created, err := s.AddGossip(ctx, copyOf, []string{"x"})
+	if err != nil || created || again.ID != q.ID || again.Summary != q.Summary || again.SourceBot != "matty" || !slices.Equal(again.Pending, q.Pending) {
 		t.Errorf("the same message again = %+v, created %v, %v; want event %d as it was", again, created, err, q.ID)
+	}
+	// Without a key, nothing is taken for the same.
+	noKey := gossipEvent("ann", 12, gossip.StatusBlocked, "keyless")
+	noKey.Key = ""
+	nk := addGossip(t, s, noKey)
+	noKey.Summary = "keyless too"
+	nk2 := addGossip(t, s, noKey)
+	if nk.ID == nk2.ID {
+		t.Errorf("two events without a key were taken for one")
 	}
 
 	ids := func(query gossip.Query) []int64 {
@@ -131,11 +143,12 @@ func testGossipEvents(t *testing.T, f Factory) {
 		q    gossip.Query
 		want []int64
 	}{
-		{gossip.Query{Limit: 10}, []int64{other.ID, q.ID, b.ID}},
-		{gossip.Query{Limit: 2}, []int64{other.ID, q.ID}},
-		{gossip.Query{Users: []string{"ann"}, Limit: 10}, []int64{q.ID, b.ID}},
-		{gossip.Query{Users: []string{"web-ann", "ann", "bob"}, Limit: 10}, []int64{other.ID, q.ID, b.ID}},
-		{gossip.Query{Users: []string{"ann"}, Status: gossip.StatusBlocked, Limit: 10}, []int64{b.ID}},
+		{gossip.Query{Limit: 10}, []int64{nk2.ID, nk.ID, other.ID, q.ID, b.ID}},
+		{gossip.Query{Limit: 2}, []int64{nk2.ID, nk.ID}},
+		{gossip.Query{Users: []string{"bob", "ann"}, Limit: 3}, []int64{nk2.ID, nk.ID, other.ID}},
+		{gossip.Query{Users: []string{"web-ann", "bob"}, Limit: 10}, []int64{other.ID}},
+		{gossip.Query{Users: []string{"ann"}, Status: gossip.StatusQueued, Limit: 10}, []int64{q.ID}},
+		{gossip.Query{Users: []string{"ann"}, Status: gossip.StatusBlocked, Limit: 10}, []int64{nk2.ID, nk.ID, b.ID}},
 		{gossip.Query{Users: []string{"nobody"}, Limit: 10}, []int64{}},
 	} {
 		if got := ids(tc.q); !slices.Equal(got, tc.want) {
@@ -143,7 +156,7 @@ func testGossipEvents(t *testing.T, f Factory) {
 		}
 	}
 	got := gossipOf(t, s, q.ID)
-	if got.User != "ann" || got.UserName != "Ann" || got.SourceBot != "matty" || got.MessageID != 12 || got.Topic != "career" ||
+	if got.User != "ann" || got.UserName != "Ann" || got.SourceBot != "matty" || got.MessageID != 12 || got.Key != "web/lobby/12" || got.Topic != "career" ||
 		got.Summary != "I got a new job at a tech company!" || got.Depth != 0 || !got.CreatedAt.Equal(q.CreatedAt) {
 		t.Errorf("stored event = %+v", got)
 	}

@@ -73,10 +73,14 @@ type Event struct {
 	UserName string
 	// SourceBot is the ID of the bot the person told.
 	SourceBot string
-	// MessageID is the stored message the news was heard in; an event
-	// is stored once per message.
+	// MessageID is the stored message the news was heard in.
 	MessageID int64
-	Topic     string
+	// Key names that message as its platform knows it (platform, chat,
+	// platform message ID): an event is stored once per key, so the
+	// copies of one group message that several bots receive (each bot
+	// its own, on Telegram and Discord) make one event. "" for none.
+	Key   string
+	Topic string
 	// Summary is the sentence that matched (or the classifier's
 	// summary), at most MaxSummary characters.
 	Summary string
@@ -141,8 +145,8 @@ type Query struct {
 // Its writes are each one transaction.
 type Store interface {
 	// AddGossip stores e, which has no ID yet, with one pending delivery
-	// for each bot of due, and returns it as stored. An event whose
-	// MessageID is already an event's is not stored again: the original
+	// for each bot of due, and returns it as stored. An event whose Key
+	// (not "") is already an event's is not stored again: the original
 	// is returned with created false.
 	AddGossip(ctx context.Context, e Event, due []string) (stored Event, created bool, err error)
 	// GossipEvents lists the newest q.Limit events q selects, newest

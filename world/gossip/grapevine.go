@@ -77,8 +77,10 @@ type Cast interface {
 // Heard is a person's message, stored, that a bot answers: what the
 // Grapevine checks.
 type Heard struct {
-	// MessageID is the stored message's ID.
+	// MessageID is the stored message's ID, and Key names it as its
+	// platform knows it (Event.Key).
 	MessageID int64
+	Key       string
 	// User is the person's user ID as the bot sees it, UserName their
 	// name.
 	User, UserName string
@@ -271,7 +273,7 @@ func (g *Grapevine) check(ctx context.Context, h Heard) {
 	person := cast.GossipPerson(h.User)
 	e := Event{
 		User: h.User, UserName: firstOf(h.UserName, person.Name, h.User), SourceBot: source.ID,
-		MessageID: h.MessageID, Depth: DepthOf(h.Text), CreatedAt: g.now(),
+		MessageID: h.MessageID, Key: h.Key, Depth: DepthOf(h.Text), CreatedAt: g.now(),
 	}
 	// These rules block whatever the message says: the classifier is
 	// not asked then, so no other bot's brain reads the message.

@@ -147,7 +147,7 @@ func (w *world) say(user, bot, text string) int64 {
 func (w *world) tell(bot, text string) int64 {
 	w.t.Helper()
 	id := w.say("bryan", bot, text)
-	w.g.Heard(gossip.Heard{MessageID: id, User: "bryan", UserName: "Bryan", Bot: bot, Platform: "web", Text: text})
+	w.g.Heard(gossip.Heard{MessageID: id, Key: fmt.Sprint("web/", id), User: "bryan", UserName: "Bryan", Bot: bot, Platform: "web", Text: text})
 	return id
 }
 
@@ -503,5 +503,35 @@ func TestOptOutBeforeDelivery(t *testing.T) {
 	}
 	if got := w.notes("finn"); len(got) != 0 {
 		t.Errorf("finn heard %q", got)
+	}
+}
+
+// On Telegram and Discord each bot of a group receives its own copy of a
+// message: two bots addressed at once hear the same news, which makes
+// one event.
+func TestCopiesOfOneMessageMakeOneEvent(t *testing.T) {
+	w := newWorld(t, gossip.Options{})
+	w.knownBy(3, "finn", "priest", "zed")
+	text := "@elena @finn I got a new job!"
+	first, second := w.say("bryan", "elena", text), w.say("bryan", "finn", text)
+	for _, h := range []gossip.Heard{
+		{MessageID: first, Key: "telegram/-100/77", User: "bryan", UserName: "Bryan", Bot: "elena", Platform: "telegram", Text: text},
+		{MessageID: second, Key: "telegram/-100/77", User: "bryan", UserName: "Bryan", Bot: "finn", Platform: "telegram", Text: text},
+	} {
+		w.g.Heard(h)
+	}
+	e := w.event(first)
+	w.noEvent(second)
+	if e.SourceBot != "elena" || !slices.Equal(e.Recipients, []string{"finn", "priest", "zed"}) {
+		t.Errorf("event = %+v", e)
+	}
+	news := 0
+	for _, n := range w.notes("priest") {
+		if strings.Contains(n, "@elena @finn") {
+			news++
+		}
+	}
+	if news != 1 {
+		t.Errorf("priest heard the news %d times: %q", news, w.notes("priest"))
 	}
 }

@@ -17,6 +17,10 @@ CREATE TABLE gossip_events (
 	user_name  TEXT NOT NULL,
 	source_bot TEXT NOT NULL,
 	message_id BIGINT NOT NULL,
+	-- The message as its platform knows it (platform, chat, platform
+	-- message ID): the copies of one group message that several bots
+	-- receive, perhaps on two gateways, make one event. '' for none.
+	message_key TEXT NOT NULL DEFAULT '',
 	topic      TEXT NOT NULL,
 	summary    TEXT NOT NULL,
 	depth      INTEGER NOT NULL,
@@ -25,8 +29,8 @@ CREATE TABLE gossip_events (
 	created_at BIGINT NOT NULL,
 	updated_at BIGINT NOT NULL
 );
--- One event per message: a message checked twice is stored once.
-CREATE UNIQUE INDEX gossip_events_by_message ON gossip_events (message_id) WHERE message_id <> 0;
+-- One event per message, however many bots received it.
+CREATE UNIQUE INDEX gossip_events_by_key ON gossip_events (message_key) WHERE message_key <> '';
 -- A person's events, for the API and retention.
 CREATE INDEX gossip_events_by_user ON gossip_events (user_id, id);
 
