@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/chat"
 )
 
 // The delivery queue: an event's memories wait in the store as pending
@@ -114,4 +116,17 @@ func (g *Grapevine) deliver(ctx context.Context, d Delivery) bool {
 		log.Info("gossip memory delivered", "user", d.Event.User, "source", d.Event.SourceBot)
 	}
 	return true
+}
+
+// note is the system message a memory of d puts in its recipient's
+// session, from the bot that was told (named as bots name it now).
+func (g *Grapevine) note(bots []Bot, d Delivery) chat.Message {
+	from := d.Event.SourceBot
+	if b, ok := botByID(bots, from); ok && b.Name != "" {
+		from = b.Name
+	}
+	return chat.Message{
+		Kind: chat.KindSystem, From: chat.Party{Kind: chat.System, ID: d.Event.SourceBot, Name: NoteFrom},
+		UserID: d.Event.User, Bot: d.Bot, Text: NoteText(from, d.Event), Time: g.now(),
+	}
 }
