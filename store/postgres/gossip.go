@@ -342,17 +342,16 @@ func (s *Store) Memories(ctx context.Context, bot, user string, limit int) ([]go
 	return out, nil
 }
 
-// MessagesFrom implements gossip.Store: the person's messages, by the
-// index of messages by user, that are in one of the bot's sessions with
-// them (of scope user) or its group sessions; each count reads at most
-// upTo of them.
+// MessagesFrom implements gossip.Store: the person's messages in each
+// bot's session with them (of scope user) and its group sessions, read
+// by the sessions' histories; each count reads at most upTo of them.
 func (s *Store) MessagesFrom(ctx context.Context, user string, bots []string, before int64, upTo int) (map[string]int, error) {
 	out := map[string]int{}
-	err := s.pooled(ctx).each(`SELECT b.bot, (SELECT COUNT(*) FROM (SELECT 1 FROM messages m
-			JOIN session_messages sm ON sm.message_id = m.id
-			JOIN sessions s ON s.id = sm.session_id
-			WHERE m.user_id = $1 AND m.id < $2 AND m.from_kind = 'human' AND m.kind = 'chat'
-				AND s.bot = b.bot AND ((s.scope = 'user' AND s.scope_id = $1) OR s.scope = 'group')
+	err := s.pooled(ctx).each(`SELECT b.bot, (SELECT COUNT(*) FROM (SELECT 1 FROM session_messages sm
+			JOIN messages m ON m.id = sm.message_id
+			WHERE sm.session_id IN (SELECT id FROM sessions WHERE bot = b.bot AND scope = 'user' AND scope_id = $1
+					UNION ALL SELECT id FROM sessions WHERE bot = b.bot AND scope = 'group')
+				AND sm.message_id < $2 AND m.user_id = $1 AND m.from_kind = 'human' AND m.kind = 'chat'
 			LIMIT $3) mine)
 		FROM unnest($4::text[]) AS b (bot)`, []any{user, before, max(upTo, 1), bots}, func(rows pgx.Rows) error {
 		var bot string

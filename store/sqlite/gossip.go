@@ -332,20 +332,21 @@ func (s *Store) Memories(ctx context.Context, bot, user string, limit int) ([]go
 }
 
 // MessagesFrom implements gossip.Store. A bot's sessions with the person
-// are its session of scope user with them and its group sessions; each
-// count reads at most upTo of the person's messages.
+// are its session of scope user with them and its group sessions, read
+// by their histories (the messages have no index by person); each count
+// reads at most upTo of the person's messages.
 func (s *Store) MessagesFrom(ctx context.Context, user string, bots []string, before int64, upTo int) (map[string]int, error) {
 	out := map[string]int{}
 	err := s.read(ctx, func(tx *txn) error {
 		clear(out)
 		for _, bot := range bots {
 			var n int
-			if err := tx.scanOne(`SELECT COUNT(*) FROM (SELECT 1 FROM sessions s
-				JOIN session_messages sm ON sm.session_id = s.id
+			if err := tx.scanOne(`SELECT COUNT(*) FROM (SELECT 1 FROM session_messages sm
 				JOIN messages m ON m.id = sm.message_id
-				WHERE s.bot = ? AND ((s.scope = 'user' AND s.scope_id = ?) OR s.scope = 'group')
-					AND m.id < ? AND m.user_id = ? AND m.from_kind = 'human' AND m.kind = 'chat'
-				LIMIT ?)`, []any{bot, user, before, user, max(upTo, 1)}, &n); err != nil {
+				WHERE sm.session_id IN (SELECT id FROM sessions WHERE bot = ? AND scope = 'user' AND scope_id = ?
+						UNION ALL SELECT id FROM sessions WHERE bot = ? AND scope = 'group')
+					AND sm.message_id < ? AND m.user_id = ? AND m.from_kind = 'human' AND m.kind = 'chat'
+				LIMIT ?)`, []any{bot, user, bot, before, user, max(upTo, 1)}, &n); err != nil {
 				return err
 			}
 			if n > 0 {
