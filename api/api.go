@@ -57,6 +57,12 @@ type Server struct {
 	Instances Instances
 	// Findings is the findings board; nil answers its endpoints 501.
 	Findings Findings
+	// Insights are what bots noticed about people; nil answers their
+	// endpoints 501.
+	Insights Insights
+	// Chains reports the bot-to-bot chains of group chats; nil lists
+	// none.
+	Chains Chains
 	// Gossip reads gossip events; nil answers its endpoint 501.
 	Gossip Gossip
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
@@ -97,9 +103,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/stages", s.listStages)
 	mux.HandleFunc("POST /api/v1/stages", s.startStage)
 	mux.HandleFunc("POST /api/v1/stages/release", s.releaseStage)
+	mux.HandleFunc("GET /api/v1/insights", s.listInsights)
+	mux.HandleFunc("DELETE /api/v1/insights/{id}", s.forgetInsight)
 	mux.HandleFunc("GET /api/v1/gossip", s.listGossip)
 	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("GET /api/v1/instances", s.instances)
+	mux.HandleFunc("GET /api/v1/chains", s.chains)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})

@@ -40,7 +40,8 @@ func (s *Server) SetSecureCookies(on bool) { s.secure.Store(on) }
 //     cookie; GET /dashboard?token=… starts such a session (login).
 //   - Every other method changes something and takes only the bearer
 //     header (a cookie alone could be a cross-site or same-site forgery),
-//     with Content-Type: application/json and a body of at most 1 MiB.
+//     with Content-Type: application/json and a body of at most 1 MiB
+//     (a change without a body, a DELETE, needs no Content-Type).
 //
 // A refused request is answered without reading its body, on a connection
 // that is then closed (refuse).
@@ -62,7 +63,10 @@ func (s *Server) auth(next http.Handler) http.Handler {
 			return
 		}
 		if !safe {
-			if !isJSON(r.Header.Get("Content-Type")) {
+			// A change without a body (a DELETE) has no media type to
+			// check.
+			bodiless := r.ContentLength == 0 && len(r.TransferEncoding) == 0
+			if !bodiless && !isJSON(r.Header.Get("Content-Type")) {
 				refuse(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "a change needs Content-Type: application/json")
 				return
 			}

@@ -23,7 +23,7 @@ import (
 // but must not contain secrets.
 //
 // The turn's slices (History, GroupHistory, Team, Context, Findings,
-// Memories, and the delegation's) belong to the gateway, which may share them between
+// Insights, Memories, and the delegation's) belong to the gateway, which may share them between
 // turns: a brain reads them and does not write into them, and copies what
 // it keeps past its return.
 type Brain interface {
@@ -60,6 +60,10 @@ type Turn struct {
 	// Help is set when the turn answers another bot's help request, or
 	// is the asking bot's follow-up to the answer (SPEC §10.3).
 	Help *Help
+	// Crossbot is set when the turn answers another bot's message in a
+	// group: a step of a bot-to-bot chain (SPEC §10.6). Text is then
+	// that bot's message.
+	Crossbot *Crossbot
 	// Team lists the bots this bot may hand work to.
 	Team []Mate
 	// Context holds extra blocks the gateway injects into the prompt
@@ -69,6 +73,11 @@ type Turn struct {
 	// may see (SPEC §10.2), oldest first: shown to script templates as
 	// .Findings and to models as the SHARED FINDINGS block.
 	Findings []Finding
+	// Insights are what other bots noticed about the turn's person that
+	// relates to its message (SPEC §10.4), oldest first: shown to script
+	// templates as .Insights and to models as the [INSIGHTS FROM OTHER
+	// CHARACTERS] block.
+	Insights []Insight
 	// Memories are the newest gossip memories the bot has of the
 	// person (SPEC §10.5), oldest first: shown to script templates as
 	// .Memories and to models as the MEMORIES FROM OTHER CHARACTERS
@@ -88,6 +97,18 @@ type Finding struct {
 	Text     string
 	// Stage is the stage it was posted in, "" for none.
 	Stage string
+}
+
+// Insight is one insight another bot left about the turn's person, as
+// a turn sees it.
+type Insight struct {
+	// Bot is the writing bot's display name, BotID its ID.
+	Bot, BotID string
+	// Kind is epiphany, diary, dream or observation.
+	Kind string
+	Text string
+	// Confidence is from 0 to 1.
+	Confidence float64
 }
 
 // Memory is news about the person another bot was told, as gossip
@@ -175,6 +196,22 @@ type Help struct {
 
 // Answered reports whether h is the asking bot's follow-up.
 func (h *Help) Answered() bool { return h != nil && h.Answer != "" }
+
+// Crossbot describes a step of a bot-to-bot chain in a group chat.
+type Crossbot struct {
+	// Length is the chain's steps, this one included.
+	Length int
+	// Closing is set on the chain's last step: the bot should close the
+	// conversation, as no bot will answer it.
+	Closing bool
+	// From and FromID name the bot whose message the turn answers.
+	From   string
+	FromID string
+}
+
+// ClosingSentence is what a model brain is told on a chain's closing
+// turn (SPEC §10.6).
+const ClosingSentence = "This is the last message in this conversation chain; close it naturally."
 
 // Expected is an output a delegated task must produce.
 type Expected struct {

@@ -17,8 +17,11 @@ const (
 	DefaultCrossbotMaxChain          = 3
 	DefaultCrossbotResponseChance    = 0.35
 	DefaultCrossbotCooldown          = 6 * time.Hour
+	DefaultCrossbotBurst             = 30 * time.Second
 	DefaultRetentionAnonymous        = 30 * 24 * time.Hour
 	DefaultSharedFindingsInject      = 15
+	DefaultSharedInsightsThreshold   = 0.7
+	DefaultSharedInsightsLimit       = 3
 	// Limits of the web widget (SPEC §12).
 	DefaultWebMaxConnectionsPerIP           = 100
 	DefaultWebMaxMessagesPerSecondPerPerson = 5.0
@@ -46,8 +49,13 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "gateway.crossbot.max_chain", &g.Crossbot.MaxChain, DefaultCrossbotMaxChain)
 	setIfOmitted(doc, "gateway.crossbot.response_chance", &g.Crossbot.ResponseChance, DefaultCrossbotResponseChance)
 	setIfOmitted(doc, "gateway.crossbot.cooldown", &g.Crossbot.Cooldown, DefaultCrossbotCooldown)
+	setIfOmitted(doc, "gateway.crossbot.burst", &g.Crossbot.Burst, DefaultCrossbotBurst)
+	setIfOmitted(doc, "gateway.crossbot.enabled", &g.Crossbot.Enabled, true)
 	setIfOmitted(doc, "gateway.retention.anonymous", &g.Retention.Anonymous, DefaultRetentionAnonymous)
 	setIfOmitted(doc, "shared.findings.inject", &cfg.Shared.Findings.Inject, DefaultSharedFindingsInject)
+	setIfOmitted(doc, "shared.insights.enabled", &cfg.Shared.Insights.Enabled, true)
+	setIfOmitted(doc, "shared.insights.confidence_threshold", &cfg.Shared.Insights.ConfidenceThreshold, DefaultSharedInsightsThreshold)
+	setIfOmitted(doc, "shared.insights.limit", &cfg.Shared.Insights.Limit, DefaultSharedInsightsLimit)
 	applyGossipDefaults(&cfg.Shared.Gossip, doc)
 
 	for i := range cfg.Bots {

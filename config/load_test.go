@@ -24,7 +24,7 @@ func TestLoadFullSpecConfig(t *testing.T) {
 		Web: WebSettings{SecretEnv: "SWITCHBOARD_WEB_SECRET", AllowedOrigins: []string{}, SecureCookies: true,
 			MaxConnectionsPerIP: 100, MaxMessagesPerSecondPerPerson: 5, MaxMessagesPerSecondPerIP: 2},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
-		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0.35, Cooldown: 6 * time.Hour},
+		Crossbot:   CrossbotLimits{Enabled: true, MaxChain: 3, ResponseChance: 0.35, Cooldown: 6 * time.Hour, Burst: 30 * time.Second},
 		Retention:  Retention{Anonymous: 30 * 24 * time.Hour},
 	}
 	if !reflect.DeepEqual(cfg.Gateway, wantGateway) {
@@ -109,7 +109,7 @@ bots:
 		Database:   DefaultDatabase,
 		Web:        WebSettings{MaxConnectionsPerIP: 100, MaxMessagesPerSecondPerPerson: 5, MaxMessagesPerSecondPerIP: 0},
 		Delegation: DelegationLimits{MaxDepth: 3, Cooldown: 30 * time.Second, ContextMessages: 3, Timeout: 5 * time.Minute},
-		Crossbot:   CrossbotLimits{MaxChain: 3, ResponseChance: 0, Cooldown: 6 * time.Hour},
+		Crossbot:   CrossbotLimits{Enabled: true, MaxChain: 3, ResponseChance: 0, Cooldown: 6 * time.Hour, Burst: 30 * time.Second},
 		Retention:  Retention{Anonymous: DefaultRetentionAnonymous},
 	}
 	if !reflect.DeepEqual(cfg.Gateway, want) {
@@ -131,6 +131,25 @@ bots:
 	u := cfg.Users.Users[0]
 	if share, invisible := u.EffectivePrivacy(cfg.Users.Defaults.Privacy); !share || !invisible || u.Name != "u" {
 		t.Errorf("user %+v: share %v invisible %v", u, share, invisible)
+	}
+}
+
+// TestLoadCrossbot reads every gateway.crossbot key; a seed of 0 is a
+// seed.
+func TestLoadCrossbot(t *testing.T) {
+	cfg := mustLoad(t, writeDir(t, `
+gateway:
+  crossbot: {enabled: false, max_chain: 5, response_chance: 1, cooldown: 1m, burst: 0s, seed: 0}
+bots:
+  - id: s
+    brain: {kind: script, default: hi}
+`, "users: []\n"))
+	want := CrossbotLimits{Enabled: false, MaxChain: 5, ResponseChance: 1, Cooldown: time.Minute, Seed: ptr(0)}
+	if !reflect.DeepEqual(cfg.Gateway.Crossbot, want) {
+		t.Errorf("Crossbot = %+v\nwant %+v", cfg.Gateway.Crossbot, want)
+	}
+	if cfg := mustLoad(t, writeDir(t, "bots:\n  - id: s\n    brain: {kind: script, default: hi}\n", "users: []\n")); cfg.Gateway.Crossbot.Seed != nil {
+		t.Errorf("an omitted seed = %v, want none", *cfg.Gateway.Crossbot.Seed)
 	}
 }
 

@@ -76,6 +76,8 @@ func (c *Config) Bot(id string) (*Bot, bool) {
 type Shared struct {
 	// Findings configures the findings board.
 	Findings SharedFindings `yaml:"findings"`
+	// Insights configures what bots find of each other's insights.
+	Insights SharedInsights `yaml:"insights"`
 	// Gossip configures gossip (gossip.go).
 	Gossip SharedGossip `yaml:"gossip"`
 }
@@ -85,6 +87,20 @@ type SharedFindings struct {
 	// Inject is how many of a space's newest findings a prompt (and a
 	// script template's .Findings) gets (default 15); 0 gives none.
 	Inject int `yaml:"inject"`
+}
+
+// SharedInsights is shared.insights (SPEC §10.4): which insights other
+// bots left about a person a turn finds.
+type SharedInsights struct {
+	// Enabled turns the finding on (default true); remember stores
+	// insights either way.
+	Enabled bool `yaml:"enabled"`
+	// ConfidenceThreshold is the least confidence of an insight a turn
+	// finds (default 0.7), from 0 to 1.
+	ConfidenceThreshold float64 `yaml:"confidence_threshold"`
+	// Limit is how many insights a turn finds at most (default 3); 0
+	// finds none.
+	Limit int `yaml:"limit"`
 }
 
 // Gateway is the gateway section of bots.yaml.
@@ -161,15 +177,27 @@ type DelegationLimits struct {
 	Timeout time.Duration `yaml:"timeout"`
 }
 
-// CrossbotLimits is gateway.crossbot.
+// CrossbotLimits is gateway.crossbot: bot-to-bot chains in group chats
+// (SPEC §10.6). Every key is live.
 type CrossbotLimits struct {
-	// MaxChain is the longest bot-to-bot chain in a group (default 3).
+	// Enabled turns chains on (default true). Off, a bot's message in a
+	// group wakes no other bot (a hand-off trigger aside).
+	Enabled bool `yaml:"enabled"`
+	// MaxChain is the most steps of one chain, the last one a closing
+	// turn (default 3); 0 allows none.
 	MaxChain int `yaml:"max_chain"`
-	// ResponseChance is the probability, in [0,1], that a mentioned bot
-	// answers another bot (default 0.35).
+	// ResponseChance is the probability, in [0,1], that a bot mentioned
+	// in another bot's message answers it (default 0.35); a name in
+	// plain text gets 0.3 times it.
 	ResponseChance float64 `yaml:"response_chance"`
-	// Cooldown is the quiet time of a channel between chains (default 6h).
+	// Cooldown is how long after a chain with at least one step no new
+	// chain starts in that chat (default 6h).
 	Cooldown time.Duration `yaml:"cooldown"`
+	// Burst is the time within which consecutive messages of one bot
+	// count as one message (default 30s).
+	Burst time.Duration `yaml:"burst"`
+	// Seed, when set, makes the response draws reproducible.
+	Seed *int `yaml:"seed"`
 }
 
 // Bot is one entry of bots.yaml's bots list.

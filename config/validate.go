@@ -67,6 +67,7 @@ func validateGateway(r *report, g *Gateway) {
 	atLeast(r, "gateway.delegation.timeout", d.Timeout, 1)
 	atLeast(r, "gateway.crossbot.max_chain", c.MaxChain, 0)
 	atLeast(r, "gateway.crossbot.cooldown", c.Cooldown, 0)
+	atLeast(r, "gateway.crossbot.burst", c.Burst, 0)
 	if !(c.ResponseChance >= 0 && c.ResponseChance <= 1) {
 		r.errorf("gateway.crossbot.response_chance", "must be between 0 and 1, got %v", c.ResponseChance)
 	}
@@ -77,6 +78,10 @@ func validateGateway(r *report, g *Gateway) {
 // validateShared checks the shared section.
 func validateShared(r *report, s *Shared) {
 	atLeast(r, "shared.findings.inject", s.Findings.Inject, 0)
+	if t := s.Insights.ConfidenceThreshold; !(t >= 0 && t <= 1) {
+		r.errorf("shared.insights.confidence_threshold", "must be between 0 and 1, got %v", t)
+	}
+	atLeast(r, "shared.insights.limit", s.Insights.Limit, 0)
 }
 
 // validateNames reports a name or alias that addresses two different bots,

@@ -245,6 +245,21 @@ func TestLoadErrors(t *testing.T) {
 			key: "gateway.crossbot.response_chance", line: 3, msg: "between 0 and 1",
 		},
 		{
+			name: "negative burst",
+			file: BotsFile, yaml: "gateway:\n  crossbot:\n    burst: -5s\n" + minimalBots,
+			key: "gateway.crossbot.burst", line: 3, msg: "must not be negative",
+		},
+		{
+			name: "seed that is not a whole number",
+			file: BotsFile, yaml: "gateway:\n  crossbot:\n    seed: 1.5\n" + minimalBots,
+			key: "gateway.crossbot.seed", line: 3, msg: "expected a whole number",
+		},
+		{
+			name: "enabled that is not a bool",
+			file: BotsFile, yaml: "gateway:\n  crossbot:\n    enabled: \"no\"\n" + minimalBots,
+			key: "gateway.crossbot.enabled", line: 3, msg: "expected true or false",
+		},
+		{
 			name: "negative connection cap",
 			file: BotsFile, yaml: "gateway:\n  web:\n    max_connections_per_ip: -1\n" + minimalBots,
 			key: "gateway.web.max_connections_per_ip", line: 3, msg: "must not be negative, got -1",

@@ -40,9 +40,6 @@ type Match struct {
 	Suggest string
 	// Task is the text of the task.
 	Task string
-	// Implicit marks a hand-off that no trigger asked for (a bot
-	// addressing another in a group); its refusal is recorded, not said.
-	Implicit bool
 	// Expected are the outputs the hand-off asks for (a delegate
 	// action's expected_outputs; a typed trigger asks for none).
 	Expected []Expected

@@ -573,37 +573,6 @@ func TestBrainHandoffsAreRouted(t *testing.T) {
 	}
 }
 
-// A bot's message in a group that addresses another bot there is routed
-// by the gateway (platforms do not show bots each other's messages), once,
-// within the delegation limits.
-func TestBotAddressesBotInGroup(t *testing.T) {
-	matty := dbot("mattyatlas", "Matty Atlas", scripted(t, "@finn can you size this: {{.Text}}"), "finnshipley")
-	finn := dbot("finnshipley", "Finn Shipley", scripted(t, "{{if .Delegation}}Sized {{.Delegation.Task}}{{else}}hi{{end}}"))
-	h := newHarness(t, matty, finn)
-	h.openRoom("lobby")
-	h.deliver(roomEvent("web-ann", "1", "@matty the new roof"))
-	first, second := h.plat.next(t), h.plat.next(t)
-	if first.Bot != "mattyatlas" || first.ChatID != "lobby" {
-		t.Fatalf("first = %+v", first)
-	}
-	if second.Bot != "finnshipley" || second.ChatID != "lobby" || second.Text != "Sized can you size this: the new roof" {
-		t.Errorf("Finn's answer in the group = %+v", second)
-	}
-	quiet(t, h.plat)
-
-	// Without Matty's permission Finn is not woken; the refusal is on
-	// record but not said in the group.
-	h2 := newHarness(t, dbot("mattyatlas", "Matty Atlas", scripted(t, "@finn look at {{.Text}}")), finn)
-	h2.openRoom("lobby")
-	h2.deliver(roomEvent("web-ann", "1", "@matty the roof"))
-	h2.plat.next(t)
-	quiet(t, h2.plat)
-	list, _ := h2.gw.Delegations(context.Background(), "web-ann", delegation.StatusRefused)
-	if len(list) != 1 || list[0].Error != "I'm not allowed to hand work to Finn Shipley." {
-		t.Errorf("refused records = %+v", list)
-	}
-}
-
 func TestDelegateRefusesBadExpectedOutputs(t *testing.T) {
 	h, _, _ := team(t)
 	tests := []struct {

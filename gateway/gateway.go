@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-chat/switchboard/identity"
 	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world/chains"
 )
 
 // Errors returned by Deliver and the Host methods.
@@ -66,6 +67,9 @@ type Options struct {
 	// Findings is the findings board; turns see no findings and stage
 	// commands are ordinary messages when nil.
 	Findings Findings
+	// Insights are what bots noticed about people (SPEC §10.4); turns
+	// find none when nil.
+	Insights Insights
 	// Gossip is the grapevine (gossip.go); no message is checked for
 	// news and turns get no memories when nil.
 	Gossip Gossip
@@ -84,12 +88,18 @@ type Gateway struct {
 	now      func() time.Time
 	actions  ActionBinder
 	findings Findings
+	insights Insights
 	gossip   Gossip
 
 	roster     atomic.Pointer[Roster]
 	users      atomic.Pointer[identity.Directory]
 	delegation atomic.Pointer[DelegationSettings]
 	policy     *delegation.Policy
+	// crossbot holds the bot-to-bot chain settings (crossbot.go);
+	// chainReplies the turns whose group messages are judged once
+	// stored (turn ID → chainReply).
+	crossbot     atomic.Pointer[chains.Settings]
+	chainReplies sync.Map
 
 	// shared is set on a database other processes share; bg holds the
 	// goroutines its notices start.
@@ -129,11 +139,12 @@ func New(opts Options) *Gateway {
 	}
 	g := &Gateway{
 		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now, shared: opts.Shared,
-		actions: opts.Actions, findings: opts.Findings, gossip: opts.Gossip,
+		actions: opts.Actions, findings: opts.Findings, insights: opts.Insights, gossip: opts.Gossip,
 		platforms: make(map[string]Platform), started: make(chan struct{}),
 		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}
 	g.roster.Store(NewRoster(nil))
+	g.SetCrossbot(DefaultCrossbot)
 	g.users.Store(&identity.Directory{})
 	g.delegation.Store(&DelegationSettings{Limits: delegation.DefaultLimits, ContextMessages: 3, Timeout: 5 * time.Minute})
 	g.outbox = outbox.New(outbox.Options{

@@ -44,9 +44,6 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 			matches = append(matches, m)
 		}
 	}
-	if fromReply && to.Type == chat.Group {
-		matches = append(matches, g.groupAddresses(ctx, roster, bot, text, to)...)
-	}
 	// One hand-off per target and message.
 	seen := map[string]bool{}
 	matches = slices.DeleteFunc(matches, func(m delegation.Match) bool {
@@ -108,11 +105,7 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 		h := sessions.Handoff{Record: rec}
 		if refusal != nil {
 			h.Record.Status, h.Record.Error = delegation.StatusRefused, refusal.Reason
-			if !m.Implicit {
-				// A bot merely mentioning another ("thanks @matty") is not
-				// told off in the group; the refusal is on record.
-				lines = append(lines, refusal.Reason)
-			}
+			lines = append(lines, refusal.Reason)
 			g.log.Info("delegation refused", "from", bot.ID, "to", rec.To, "code", refusal.Code, "depth", depth)
 		} else {
 			h.Target = sessions.Key{Bot: target.ID, Scope: sessions.ScopeUser, ScopeID: user.ID}
@@ -125,49 +118,6 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 		hs = append(hs, h)
 	}
 	return strings.Join(lines, "\n"), hs, true
-}
-
-// groupAddresses finds the other bots a bot's message in a group
-// addresses by mention or leading /command. Platforms do not reliably show
-// one bot's messages to another (Telegram never does), so the gateway
-// routes them itself, as hand-offs: the same gating, the same limits. The
-// task is the message with the address stripped.
-func (g *Gateway) groupAddresses(ctx context.Context, roster *Roster, bot *Bot, text string, to chat.Ref) []delegation.Match {
-	type hit struct {
-		b          *Bot
-		start, end int
-	}
-	var hits []hit
-	if name, end := leadingCommand(text); name != "" {
-		if b, ok := roster.ByName(name); ok {
-			hits = append(hits, hit{b, 0, end})
-		}
-	}
-	for _, m := range ParseMentions(text) {
-		if b, ok := roster.ByName(m.Name); ok {
-			hits = append(hits, hit{b, m.Start, m.End})
-		}
-	}
-	var cuts [][2]int
-	for _, h := range hits {
-		cuts = append(cuts, [2]int{h.start, h.end})
-	}
-	task := stripRanges(text, cuts)
-	var out []delegation.Match
-	for _, h := range hits {
-		if h.b.ID == bot.ID || task == "" {
-			continue
-		}
-		in, err := g.store.ChatHasBot(ctx, to.Platform, to.ID, h.b.ID)
-		if err != nil {
-			g.log.Error("group membership", "err", err)
-			continue
-		}
-		if in {
-			out = append(out, delegation.Match{Bot: h.b.ID, Written: h.b.ID, At: true, Task: task, Implicit: true})
-		}
-	}
-	return out
 }
 
 // originSender is the person's platform ID in the chat a hand-off starts

@@ -76,6 +76,8 @@ type Store interface {
 	// SetFocus focuses k's person on bot as of at, replacing a focus
 	// they had; bot "" ends their focus.
 	SetFocus(ctx context.Context, k FocusKey, bot string, at time.Time) error
+	// ChainStore keeps the bot-to-bot chains (crossbot_store.go).
+	ChainStore
 }
 
 // FocusKey names a person's focus: one person (a platform ID) in one

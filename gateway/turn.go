@@ -29,6 +29,7 @@ func (g *Gateway) answer(ctx context.Context, t sessions.Turn) (sessions.Outcome
 	roster := g.roster.Load()
 	bot, known := roster.Bot(t.Session.Key.Bot)
 	log := g.log.With("turn", t.Ref.ID, "session", t.Ref.SessionID)
+	ctx = g.withChainStep(ctx, t)
 	var o sessions.Outcome
 	switch {
 	case !known:
@@ -45,6 +46,11 @@ func (g *Gateway) answer(ctx context.Context, t sessions.Turn) (sessions.Outcome
 		o = g.delegatedTurn(ctx, log, roster, bot, t)
 	default:
 		o = g.ordinaryTurn(ctx, log, roster, bot, t)
+		// Its messages in a group may wake other bots (crossbot.go).
+		g.noteChainReply(bot, t, o)
+	}
+	if ctx.Err() != nil {
+		g.dropChainReply(t.Ref.ID)
 	}
 	return o, ctx.Err() == nil
 }
@@ -136,13 +142,14 @@ func apology(bot *Bot) string {
 
 // turnStored tells watchers of the delegations a stored outcome started
 // or changed.
-func (g *Gateway) turnStored(o sessions.Outcome, _ sessions.Done) {
+func (g *Gateway) turnStored(o sessions.Outcome, done sessions.Done) {
 	for _, h := range o.Handoffs {
 		g.notify(h.Record)
 	}
 	if u := o.Update; u != nil {
 		g.notifyUpdate(context.Background(), u.ID)
 	}
+	g.judgeReplies(o, done)
 }
 
 // think runs the brain within timeout, with the shared world of the
@@ -178,6 +185,9 @@ func (g *Gateway) think(ctx context.Context, log *slog.Logger, bot *Bot, t sessi
 		Text:      t.Text,
 		History:   entries(history),
 		Team:      roster.team(bot.ID),
+	}
+	if t.Delegation == nil {
+		turn.Crossbot = crossbotOf(ctx, t, &turn.User)
 	}
 	// The group whose talk the turn sees, and the message it sees it up to.
 	group, upTo := t.Message.Chat(), t.Message.ID
@@ -261,6 +271,11 @@ func (g *Gateway) turnUser(bot *Bot, t sessions.Turn) brains.User {
 	u, listed := g.users.Load().User(m.UserID)
 	if listed && u.Name != "" {
 		return brains.User{ID: u.ID, Name: u.Name}
+	}
+	if m.From.Kind != chat.Human {
+		// A bot's message, in a chain: the name is not on it
+		// (crossbotOf finds it).
+		return brains.User{ID: m.UserID, Name: m.UserID}
 	}
 	return brains.User{ID: m.UserID, Name: m.From.Name}
 }

@@ -5,9 +5,11 @@
 # database's source, golang.org/x/vulndb, is a module whose data/osv holds
 # every report as OSV JSON. Its own indexdb command turns that into the
 # database layout govulncheck reads, once per vulndb version (cached
-# under $XDG_CACHE_HOME or ~/.cache).
+# under $XDG_CACHE_HOME or ~/.cache). TAGS are the build tags (the
+# Makefile's; sqlite_fts5 when run alone).
 set -euo pipefail
 GO="${GO:-go}"
+TAGS="${TAGS:-sqlite_fts5}"
 GOVULNCHECK="golang.org/x/vuln/cmd/govulncheck@${GOVULNCHECK_VERSION:-v1.9.0}"
 VULNDB="golang.org/x/vulndb@${VULNDB_VERSION:-latest}"
 
@@ -31,4 +33,4 @@ if [ ! -f "$db/index/db.json" ]; then
   mv "$db.tmp" "$db"
 fi
 echo "vulncheck: database golang.org/x/vulndb@$version" >&2
-exec "$GO" run "$GOVULNCHECK" -db "file://$db" ./...
+exec "$GO" run "$GOVULNCHECK" -tags "$TAGS" -db "file://$db" ./...

@@ -18,10 +18,11 @@ type block struct {
 }
 
 // Titles of the fixed blocks, in the order they appear. The shared
-// findings (Turn.Findings, under FindingsHeading), the gossip memories
-// (Turn.Memories, under MemoriesHeading) and the injected context
-// blocks (Turn.Context, under their own titles, upper-cased) come
-// between TitleTeam and TitleGroup.
+// findings (Turn.Findings, under FindingsHeading), the insights of
+// other bots (Turn.Insights, under InsightsHeading), the gossip
+// memories (Turn.Memories, under MemoriesHeading) and the injected
+// context blocks (Turn.Context, under their own titles, upper-cased)
+// come between TitleTeam and TitleGroup.
 const (
 	TitlePersona  = "PERSONA"
 	TitleChat     = "CHAT"
@@ -41,6 +42,13 @@ const (
 //	1. [Matty Atlas] high: The auth module uses JWT with 24h expiry
 const FindingsHeading = "SHARED FINDINGS (newest last)"
 
+// InsightsHeading heads the insights other bots left about the person,
+// which SPEC §10.4 writes as
+//
+//	[INSIGHTS FROM OTHER CHARACTERS]
+//	- Elena noticed: User expressed excitement about new job
+const InsightsHeading = "[INSIGHTS FROM OTHER CHARACTERS]"
+
 // MemoriesHeading heads the gossip memories block, which SPEC §10.5
 // writes as
 //
@@ -56,6 +64,7 @@ func blocks(t brains.Turn, opts Options) []block {
 		{title: TitleChat, body: chat(t)},
 		{title: TitleTeam, body: team(t.Team, opts.DelegateTool)},
 		{body: sharedFindings(t.Findings), own: true},
+		{body: insights(t.Insights), own: true},
 		{body: memories(t.Memories), own: true},
 	}
 	for _, c := range t.Context {
@@ -134,6 +143,11 @@ func chat(t brains.Turn) string {
 		fmt.Fprintf(&sb, " %s answered the question you asked on behalf of %s; your reply goes to %s on %s.", t.Help.From, t.User.Name, t.User.Name, t.Platform)
 	case t.Help != nil:
 		fmt.Fprintf(&sb, " %s asks you for help on behalf of %s; your answer goes to %s only, never to %s.", t.Help.From, t.User.Name, t.Help.From, t.User.Name)
+	case t.Crossbot != nil:
+		fmt.Fprintf(&sb, " You are in a group chat on %s, answering %s, another bot, in a conversation %s started.", t.Platform, t.Crossbot.From, t.User.Name)
+		if t.Crossbot.Closing {
+			sb.WriteString(" " + brains.ClosingSentence)
+		}
 	case t.Group:
 		fmt.Fprintf(&sb, " You are in a group chat on %s, answering %s.", t.Platform, t.User.Name)
 	default:
@@ -177,6 +191,21 @@ func sharedFindings(fs []brains.Finding) string {
 	sb.WriteString(FindingsHeading)
 	for i, f := range fs {
 		fmt.Fprintf(&sb, "\n%d. [%s] %s: %s", i+1, f.Bot, f.Severity, indent(f.Text))
+	}
+	return sb.String()
+}
+
+// insights are the insights of other bots the turn found, as SPEC
+// §10.4 writes them: a heading, then a line an insight naming the bot
+// that noticed it.
+func insights(ins []brains.Insight) string {
+	if len(ins) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(InsightsHeading)
+	for _, in := range ins {
+		fmt.Fprintf(&sb, "\n- %s noticed: %s", in.Bot, indent(in.Text))
 	}
 	return sb.String()
 }

@@ -84,6 +84,11 @@ func Build(t brains.Turn, opts Options) Prompt {
 	case t.Help != nil && t.Help.From != "":
 		// The question, or the answer: the other bot's words.
 		last.Name = t.Help.From
+	case t.Crossbot != nil:
+		// Another bot's message in the group: labelled as the group's
+		// bots are, never put in a person's mouth.
+		last.Name = t.Crossbot.From
+		last.Content = label(brains.Entry{Kind: "bot", From: t.Crossbot.From}) + " " + t.Text
 	case t.Group:
 		// Labelled like the group's earlier messages in History.
 		last.Content = label(brains.Entry{Kind: "human", From: t.User.Name}) + " " + t.Text

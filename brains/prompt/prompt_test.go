@@ -125,6 +125,15 @@ func answeredTurn() brains.Turn {
 	return tn
 }
 
+// chainTurn is Matty answering Priest in the group, the closing step of
+// a bot-to-bot chain Ann started.
+func chainTurn() brains.Turn {
+	tn := groupTurn()
+	tn.Text = "Matty, backups first or the schema?"
+	tn.Crossbot = &brains.Crossbot{Length: 3, Closing: true, From: "Priest", FromID: "priest"}
+	return tn
+}
+
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		name string
@@ -137,6 +146,7 @@ func TestGolden(t *testing.T) {
 		{"delegated_inline_tool", delegatedTurn(), Options{DelegateTool: true}},
 		{"help", helperTurn(), Options{Workdir: true}},
 		{"help_answered", answeredTurn(), Options{}},
+		{"chain_closing", chainTurn(), Options{}},
 	}
 	tests[3].turn.Team = mates[1:]
 	for _, tt := range tests {
@@ -246,5 +256,32 @@ func TestSharedFindings(t *testing.T) {
 	tn.Findings = nil
 	if sys := Build(tn, Options{}).System; strings.Contains(sys, "SHARED FINDINGS") {
 		t.Errorf("a findings block without findings:\n%s", sys)
+	}
+}
+
+// The insights of other bots are one block in SPEC §10.4's own format,
+// after the shared findings and before the injected context, and absent
+// when there are none.
+func TestInsightsBlock(t *testing.T) {
+	tn := privateTurn()
+	tn.Findings = []brains.Finding{{Bot: "Priest", BotID: "priest", Severity: "low", Text: "a finding"}}
+	tn.Insights = []brains.Insight{
+		{Bot: "Elena", BotID: "elena", Kind: "epiphany", Text: "User expressed excitement about new job", Confidence: 0.85},
+		{Bot: "Finn Shipley", BotID: "finnshipley", Kind: "dream", Text: "Bryan flies\nover the city", Confidence: 0.9},
+	}
+	sys := Build(tn, Options{}).System
+	want := "[INSIGHTS FROM OTHER CHARACTERS]\n" +
+		"- Elena noticed: User expressed excitement about new job\n" +
+		"- Finn Shipley noticed: Bryan flies\n  over the city"
+	i := strings.Index(sys, "\n\n"+want+"\n\n")
+	if i < 0 {
+		t.Fatalf("no insights block %q in:\n%s", want, sys)
+	}
+	if findings, ctx := strings.Index(sys, "SHARED FINDINGS"), strings.Index(sys, "=== FINDINGS ==="); !(findings < i && i < ctx) {
+		t.Errorf("insights block at %d, want between the shared findings (%d) and the context (%d)", i, findings, ctx)
+	}
+	tn.Insights = nil
+	if sys := Build(tn, Options{}).System; strings.Contains(sys, "INSIGHTS FROM OTHER CHARACTERS") {
+		t.Errorf("an insights block without insights:\n%s", sys)
 	}
 }

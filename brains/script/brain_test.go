@@ -47,6 +47,15 @@ func helped(question, answer string) brains.Turn {
 	return t
 }
 
+// chained is a step of a bot-to-bot chain in a group: Finn's message
+// answered by Matty.
+func chained(text string, length int, closing bool) brains.Turn {
+	t := turn(text)
+	t.Group = true
+	t.Crossbot = &brains.Crossbot{Length: length, Closing: closing, From: "Finn Shipley", FromID: "finnshipley"}
+	return t
+}
+
 // mustNew builds a brain or fails the test.
 func mustNew(t *testing.T, cfg Config) *Brain {
 	t.Helper()
@@ -91,6 +100,9 @@ func TestTemplateFields(t *testing.T) {
 		{name: "no help", tmpl: "{{if .Help}}yes{{else}}no{{end}}", turn: turn("x"), want: "no"},
 		{name: "help question", tmpl: "{{.Help.From}} ({{.Help.FromID}}) asks: {{.Help.Question}}{{if not .Help.Answer}} (open){{end}}", turn: helped("auth?", ""), want: "Finn Shipley (finnshipley) asks: auth? (open)"},
 		{name: "help answered", tmpl: "{{with .Help}}{{.From}} answered {{.Question}} with {{.Answer}}{{end}}; text {{.Text}}", turn: helped("auth?", "JWT"), want: "Finn Shipley answered auth? with JWT; text JWT"},
+		{name: "no chain", tmpl: "{{if .Crossbot}}yes{{else}}no{{end}}", turn: turn("x"), want: "no"},
+		{name: "chain step", tmpl: "{{with .Crossbot}}step {{.Length}}{{if .Closing}}, closing{{end}}{{end}}: {{.Text}}", turn: chained("ship it?", 2, false), want: "step 2: ship it?"},
+		{name: "chain closing", tmpl: "{{if .Crossbot.Closing}}bye{{else}}more{{end}} after {{.Crossbot.Length}}", turn: chained("x", 3, true), want: "bye after 3"},
 		{name: "match whole", tmpl: "[{{index .Match 0}}]", turn: turn("say hello there"), match: "hel+o", want: "[hello]"},
 		{name: "match default empty", tmpl: "{{len .Match}}", turn: turn("x"), want: "0"},
 		{name: "lower", tmpl: "{{lower .User.Name}}", turn: turn("x"), want: "ada"},
@@ -207,6 +219,7 @@ func TestDelegation(t *testing.T) {
 		{name: "unguarded inputs", tmpl: "{{range .Delegation.Inputs}}{{.Name}}{{end}}", turn: turn("hi"), wantErr: errNotDelegated},
 		{name: "unguarded depth", tmpl: "{{.Delegation.Depth}}", turn: turn("hi"), wantErr: errNotDelegated},
 		{name: "unguarded help", tmpl: "{{.Help.Answer}}", turn: turn("hi"), wantErr: errNotHelp},
+		{name: "unguarded chain", tmpl: "{{.Crossbot.Closing}}", turn: turn("hi"), wantErr: errNotCrossbot},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,6 +119,8 @@ func checkTemplate(field, text string, matchLen int) []Finding {
 			// A rule may be meant for delegated turns only.
 		case t.Help == nil && errors.Is(err, errNotHelp):
 			// Or for help requests and their answers.
+		case t.Crossbot == nil && errors.Is(err, errNotCrossbot):
+			// Or for bot-to-bot chain steps.
 		default:
 			line, msg := execErrorLine(err)
 			if strings.Contains(msg, "out of range") && strings.Contains(text, ".Match") {
@@ -145,8 +147,9 @@ func checkArtifactName(field, text string) []Finding {
 }
 
 // sampleTurns are the turns every template is run on: an ordinary one in
-// a private chat, a delegated one in a group and the follow-up of an
-// answered help request, each with one message of history.
+// a private chat, a delegated one in a group, the follow-up of an
+// answered help request and a bot-to-bot chain's closing step in a
+// group, each with one message of history.
 func sampleTurns() []brains.Turn {
 	at := time.Date(2025, 1, 2, 15, 4, 5, 0, time.UTC)
 	plain := brains.Turn{
@@ -157,6 +160,7 @@ func sampleTurns() []brains.Turn {
 		Text:      "sample message",
 		History:   []brains.Entry{{Kind: "human", From: "Sam", Text: "an earlier message", Time: at}},
 		Findings:  []brains.Finding{{Bot: "Other Bot", BotID: "other-bot", Severity: "high", Text: "a finding", Stage: "sample"}},
+		Insights:  []brains.Insight{{Bot: "Other Bot", BotID: "other-bot", Kind: "epiphany", Text: "an insight", Confidence: 0.9}},
 		Memories:  []brains.Memory{{From: "Other Bot", Text: "Sam: a memory"}},
 	}
 	delegated := plain
@@ -169,7 +173,11 @@ func sampleTurns() []brains.Turn {
 	answered := plain
 	answered.Text = "sample answer"
 	answered.Help = &brains.Help{ID: "sample-help", From: "Other Bot", FromID: "other-bot", Question: "sample question", Answer: "sample answer"}
-	return []brains.Turn{plain, delegated, answered}
+	step := plain
+	step.Group = true
+	step.Platform = "discord"
+	step.Crossbot = &brains.Crossbot{Length: 1, Closing: true, From: "Other Bot", FromID: "other-bot"}
+	return []brains.Turn{plain, delegated, answered, step}
 }
 
 // maxSampleOutput bounds what a sample run may write; a template that

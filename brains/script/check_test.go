@@ -73,6 +73,12 @@ func TestCheckFindsTemplateMistakes(t *testing.T) {
 			msg: "unknown field .Help.Answr (did you mean .Help.Answer?)",
 		},
 		{
+			name:  "method of a chain step",
+			cfg:   Config{Default: "{{if .Crossbot}}{{.Crossbot.Lenght}}{{end}}"},
+			field: "default", line: 1,
+			msg: "unknown field .Crossbot.Lenght (did you mean .Crossbot.Length?)",
+		},
+		{
 			name:  "inside with",
 			cfg:   Config{Default: "{{with .Delegation}}{{.From}} asks: {{.Taks}}{{end}}"},
 			field: "default", line: 1,

@@ -28,6 +28,9 @@ type data struct {
 	// Findings are the shared findings the bot may see (SPEC §10.2),
 	// oldest first.
 	Findings []finding
+	// Insights are what other bots noticed about the person that
+	// relates to the message (SPEC §10.4), oldest first.
+	Insights []insight
 	// Memories are the gossip memories the bot has of the person (SPEC
 	// §10.5), oldest first.
 	Memories []memory
@@ -37,6 +40,9 @@ type data struct {
 	// Help is nil unless the turn answers a help request or is the
 	// asking bot's follow-up to its answer (SPEC §10.3).
 	Help *help
+	// Crossbot is nil unless the turn answers another bot's message in a
+	// group, as a step of a bot-to-bot chain (SPEC §10.6).
+	Crossbot *crossbot
 	// Match holds the winning rule's submatches, index 0 the whole match;
 	// it is empty for the default reply.
 	Match []string
@@ -56,6 +62,11 @@ type entry = brains.Entry
 // finding is one shared finding: .Bot (the author's name), .BotID,
 // .Severity, .Text and .Stage, as brains.Finding has them.
 type finding = brains.Finding
+
+// insight is one insight another bot left about the person: .Bot (its
+// name), .BotID, .Kind, .Text and .Confidence, as brains.Insight has
+// them.
+type insight = brains.Insight
 
 // memory is one gossip memory: .From (the name of the bot that was
 // told) and .Text, as brains.Memory has them.
@@ -173,6 +184,31 @@ func (h *help) Answer() (string, error) {
 	return h.h.Answer, nil
 }
 
+// errNotCrossbot is what a template gets for reaching into .Crossbot on
+// a turn that is no step of a bot-to-bot chain.
+var errNotCrossbot = errors.New("the turn is no bot-to-bot chain step: .Crossbot is nil; guard with {{if .Crossbot}} or {{with .Crossbot}}")
+
+// crossbot exposes a chain step through methods, as delegation does:
+// .Length is the chain's steps, this one included, and .Closing is true
+// on the step that reaches max_chain.
+type crossbot struct{ c brains.Crossbot }
+
+// Length is the chain's steps, this one included.
+func (c *crossbot) Length() (int, error) {
+	if c == nil {
+		return 0, errNotCrossbot
+	}
+	return c.c.Length, nil
+}
+
+// Closing reports whether this is the chain's last step.
+func (c *crossbot) Closing() (bool, error) {
+	if c == nil {
+		return false, errNotCrossbot
+	}
+	return c.c.Closing, nil
+}
+
 // newData builds a template's dot from a turn and the winning rule's
 // submatches.
 func newData(t brains.Turn, match []string) *data {
@@ -190,6 +226,9 @@ func newData(t brains.Turn, match []string) *data {
 	if len(t.Findings) > 0 {
 		dt.Findings = t.Findings
 	}
+	if len(t.Insights) > 0 {
+		dt.Insights = t.Insights
+	}
 	if len(t.Memories) > 0 {
 		dt.Memories = t.Memories
 	}
@@ -202,6 +241,9 @@ func newData(t brains.Turn, match []string) *data {
 	}
 	if t.Help != nil {
 		dt.Help = &help{h: *t.Help}
+	}
+	if t.Crossbot != nil {
+		dt.Crossbot = &crossbot{c: *t.Crossbot}
 	}
 	return dt
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 // crashBots is the configuration of the crash test: two bots whose
@@ -414,7 +416,8 @@ func unanswered(clients []*crashClient) int {
 // buildGatewayBinary builds this command into a temp dir of t. It builds
 // without -race even under `go test -race`: the tests that run the binary
 // check its behaviour across processes, the in-process tests cover races,
-// and the plain build comes from the same cache as `make build`.
+// and the plain build, with the same tags, comes from the same cache as
+// `make build`.
 func buildGatewayBinary(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
@@ -422,7 +425,7 @@ func buildGatewayBinary(t *testing.T) string {
 		t.Fatalf("building the gateway needs the go command: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "switchboard")
-	out, err := exec.Command(goTool, "build", "-o", path, ".").CombinedOutput()
+	out, err := exec.Command(goTool, "build", "-tags", sqlite.BuildTags, "-o", path, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/switchboard-chat/switchboard/config"
-	"github.com/switchboard-chat/switchboard/platforms/web"
 	"github.com/switchboard-chat/switchboard/world/gossip"
 )
 
@@ -95,12 +93,6 @@ func gossipDir(t *testing.T) string {
 		}
 	}
 	return dir
-}
-
-// signedIn dials as the web user id, signed.
-func signedIn(t *testing.T, m *Main, id string) *client {
-	t.Helper()
-	return dial(t, m.Addr(), url.Values{"user": {id}, "sig": {web.Sign([]byte("k"), id)}})
 }
 
 // gossipItems lists the gossip events the API gives for query.

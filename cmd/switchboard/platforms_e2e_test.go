@@ -133,14 +133,18 @@ func TestCrossPlatformHandOff(t *testing.T) {
 }
 
 // Two bots in one Telegram group: Telegram never shows one bot's message to
-// the other, so the gateway routes Matty's question to Finn, who answers
-// once, in the group.
+// the other, so the gateway routes Matty's question to Finn itself, as a
+// bot-to-bot chain (SPEC §10.6): Finn answers in the group, Matty answers
+// him, and the chain stops at max_chain (3 by default), Finn closing it.
 func TestTwoBotsInOneTelegramGroup(t *testing.T) {
 	_, tg, _ := startPlatforms(t, true)
 	group := telegramtest.GroupChat(-100, "team")
-	hello := "hello everyone"
-	tg.Push("matty-token", telegramtest.Group(group, ann, hello))
-	tg.Push("finn-tg-token", telegramtest.Group(group, ann, hello))
+	// Each bot gets its copy of a message: the same message ID and date.
+	push := func(u telegramtest.Update) {
+		u = tg.Push("matty-token", u)
+		tg.Push("finn-tg-token", u)
+	}
+	push(telegramtest.Group(group, ann, "hello everyone"))
 	// Both bots have now seen the group; neither was addressed.
 	time.Sleep(300 * time.Millisecond)
 	if n := len(tg.Sent("matty-token")) + len(tg.Sent("finn-tg-token")); n != 0 {
@@ -148,21 +152,17 @@ func TestTwoBotsInOneTelegramGroup(t *testing.T) {
 	}
 
 	text := "@matty_bot your opinion on the roof"
-	tg.Push("matty-token", telegramtest.Group(group, ann, text, telegramtest.MentionOf(text, "@matty_bot")))
-	tg.Push("finn-tg-token", telegramtest.Group(group, ann, text, telegramtest.MentionOf(text, "@matty_bot")))
-	matty, err := tg.WaitSent("matty-token", 1, 10*time.Second)
+	push(telegramtest.Group(group, ann, text, telegramtest.MentionOf(text, "@matty_bot")))
+	matty, err := tg.WaitSent("matty-token", 2, 10*time.Second)
 	if err != nil || !strings.HasPrefix(matty[0].Text, "@finnshipley what do you think of") {
 		t.Fatalf("Matty = %+v, %v", matty, err)
 	}
-	finn, err := tg.WaitSent("finn-tg-token", 1, 10*time.Second)
-	if err != nil || finn[0].ChatID != -100 || !strings.HasPrefix(finn[0].Text, "Finn did: what do you think of your opinion on the roof") {
+	finn, err := tg.WaitSent("finn-tg-token", 2, 10*time.Second)
+	if err != nil || finn[0].ChatID != -100 || finn[0].Text != "Finn here: what do you think of your opinion on the roof" {
 		t.Fatalf("Finn = %+v, %v", finn, err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := len(tg.Sent("finn-tg-token")); n != 1 {
-		t.Errorf("Finn answered %d times, want once", n)
-	}
-	if n := len(tg.Sent("matty-token")); n != 1 {
-		t.Errorf("Matty said %d messages, want 1 (no notice: Finn answered in the same group)", n)
+	if n, m := len(tg.Sent("finn-tg-token")), len(tg.Sent("matty-token")); n != 2 || m != 2 {
+		t.Errorf("Finn said %d messages and Matty %d, want 2 each: the chain's 3 steps after Matty's first", n, m)
 	}
 }

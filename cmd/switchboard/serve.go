@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).
@@ -91,6 +92,8 @@ type Main struct {
 	gossip  *gossip.Grapevine
 	srv     *http.Server
 	ln      net.Listener
+	// insights are what bots noticed about people (SPEC §10.4).
+	insights *insights.Pool
 
 	// gossipBefore, set by tests, runs before each gossip delivery; an
 	// error leaves the delivery queued (gossip.Options.BeforeDeliver).
@@ -149,16 +152,18 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.cluster, err = joinCluster(ctx, m.store, instanceAddress(m.ln.Addr())); err != nil {
 		return err
 	}
-	// The shared world: the board on the store, and the action registry
+	// The shared world: the board and the insights on the store, and the
+	// action registry
 	// the gateway binds to every turn; request_help is the gateway's to
 	// carry out, so it is registered once the gateway is made (before
 	// it starts, so before any turn binds the registry).
 	m.board = findings.New(m.store, findings.Options{})
+	m.insights = insights.New(m.store, insights.Options{})
 	m.gossip = gossip.New(m.store, gossip.Options{Logger: m.Logger, BeforeDeliver: m.gossipBefore})
 	registry := actions.New()
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
-		Shared: m.cluster.shared(), Actions: registry, Findings: m.board, Gossip: m.gossip})
-	if err := registerActions(registry, m.board, m.gw); err != nil {
+		Shared: m.cluster.shared(), Actions: registry, Findings: m.board, Insights: m.insights, Gossip: m.gossip})
+	if err := registerActions(registry, m.board, m.insights, m.gw); err != nil {
 		return err
 	}
 	m.board.OnVisible(m.gw.FindingsVisible)
@@ -187,7 +192,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Instances: m.instances(), Findings: m.gw, Gossip: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Gossip: m.gw, Chains: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // store is everything serve uses of its store, SQLite's or PostgreSQL's:
@@ -26,6 +27,7 @@ type store interface {
 	outbox.Store
 	retention.Store
 	findings.Store
+	insights.Store
 	gossip.Store
 	api.Sessions
 	api.Artifacts

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-chat/switchboard/platforms/discord"
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/retention"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // apply turns a validated configuration into the gateway's roster and user
@@ -38,6 +39,7 @@ func (m *Main) apply(cfg *config.Config) error {
 	limits := delegation.DefaultLimits
 	limits.MaxDepth, limits.Cooldown = d.MaxDepth, d.Cooldown
 	m.gw.SetDelegation(gateway.DelegationSettings{Limits: limits, ContextMessages: d.ContextMessages, Timeout: d.Timeout})
+	m.gw.SetCrossbot(crossbotSettings(cfg.Gateway.Crossbot))
 	if m.links != nil {
 		// Before the platforms, which report on the new settings.
 		m.links.configure(cfg)
@@ -50,8 +52,15 @@ func (m *Main) apply(cfg *config.Config) error {
 	}
 	m.retain.Configure(retentionPolicy(cfg))
 	m.board.SetInject(cfg.Shared.Findings.Inject)
+	m.insights.Configure(insightSettings(cfg))
 	m.gossip.Configure(gossipSettings(cfg))
 	return nil
+}
+
+// insightSettings is shared.insights.
+func insightSettings(cfg *config.Config) insights.Settings {
+	in := cfg.Shared.Insights
+	return insights.Settings{Enabled: in.Enabled, Threshold: in.ConfidenceThreshold, Limit: in.Limit}
 }
 
 // retentionPolicy is gateway.retention, with the identities users.yaml

@@ -10,21 +10,23 @@ import (
 	"github.com/switchboard-chat/switchboard/config"
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
-// The shared world's wiring (SPEC §10): the findings board on the store,
-// and the action registry every brain kind calls.
+// The shared world's wiring (SPEC §10): the findings board and the
+// insights on the store, and the action registry every brain kind
+// calls.
 
 // newActions is the action registry with every action the gateway
 // carries out: delegate (the registry's own), request_help by helper
-// (the gateway), post_finding on board. serve makes the registry before
-// the gateway that binds it, and registers into it with registerActions
-// once the gateway is made; check builds it with neither helper nor
-// board, for checking scripts before any store is open: its handlers
-// are then never run. Both know the same actions.
-func newActions(board *findings.Board, helper actions.Helper) (*actions.Registry, error) {
+// (the gateway), post_finding on board, remember in pool. serve makes
+// the registry before the gateway that binds it, and registers into it
+// with registerActions once the gateway is made; check builds it with
+// neither helper, board nor pool, for checking scripts before any store
+// is open: its handlers are then never run. Both know the same actions.
+func newActions(board *findings.Board, pool *insights.Pool, helper actions.Helper) (*actions.Registry, error) {
 	reg := actions.New()
-	return reg, registerActions(reg, board, helper)
+	return reg, registerActions(reg, board, pool, helper)
 }
 
 // registerActions registers in reg the actions newActions describes,
@@ -33,8 +35,8 @@ func newActions(board *findings.Board, helper actions.Helper) (*actions.Registry
 // Register the actions of later features here (remember, add_event, …),
 // each from the package that carries it out, so that serve and check
 // know the same actions.
-func registerActions(reg *actions.Registry, board *findings.Board, helper actions.Helper) error {
-	for _, a := range []actions.Action{actions.Help(helper), findings.Action(board)} {
+func registerActions(reg *actions.Registry, board *findings.Board, pool *insights.Pool, helper actions.Helper) error {
+	for _, a := range []actions.Action{actions.Help(helper), findings.Action(board), insights.Action(pool)} {
 		if err := reg.Register(a); err != nil {
 			return err
 		}

@@ -535,7 +535,7 @@ func TestModelActions(t *testing.T) {
 	for _, tl := range reqs[0]["tools"].([]any) {
 		tools = append(tools, tl.(map[string]any)["function"].(map[string]any)["name"].(string))
 	}
-	if !slices.Equal(tools, []string{"delegate", "request_help", "post_finding"}) {
+	if !slices.Equal(tools, []string{"delegate", "request_help", "post_finding", "remember"}) {
 		t.Errorf("tools = %v", tools)
 	}
 	results := toolResults(reqs[1])

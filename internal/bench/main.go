@@ -3,11 +3,11 @@
 // measured in the same run on the same machine, and the target of
 // issue 22.
 //
-//	go run ./internal/bench            # the full run (about 70 s on 2 CPUs)
-//	go run ./internal/bench -quick     # a smoke test: small counts
+//	go run -tags sqlite_fts5 ./internal/bench          # the full run (about 70 s on 2 CPUs)
+//	go run -tags sqlite_fts5 ./internal/bench -quick   # a smoke test: small counts
 //
-// The gateway is the real binary (built with `go build` unless -bin names
-// one), started as a child process on a generated config with SQLite
+// The gateway is the real binary (built with `go build -tags
+// sqlite_fts5` unless -bin names one), started as a child process on a generated config with SQLite
 // persistence; the load client talks to it over loopback /ws. The model
 // phase gives it an openai bot whose server is a fake OpenAI-compatible
 // one inside this program, answering after a fixed latency; its baseline

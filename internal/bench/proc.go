@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/store/sqlite"
 )
 
 // The gateway under test is the real binary, built from this module and
@@ -106,14 +108,15 @@ const (
 )
 
 // buildGateway compiles the gateway into dir and returns the binary's
-// path. It runs without -race whatever the caller was built with.
+// path. It runs without -race whatever the caller was built with, with
+// the build tags of every build (the Makefile's).
 func buildGateway(ctx context.Context, dir string) (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("building the gateway needs the go command (or pass -bin): %w", err)
 	}
 	bin := filepath.Join(dir, "switchboard")
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, gatewayPkg)
+	cmd := exec.CommandContext(ctx, goTool, "build", "-tags", sqlite.BuildTags, "-o", bin, gatewayPkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -44,12 +44,18 @@ func (c *botConn) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
 
 // event normalizes a Discord message received by bot, whose own Discord
 // user ID is self. ok is false for messages the gateway does not take:
-// the bot's own, system messages, and messages without text.
+// the bot's own, another Switchboard bot's (the gateway has it already,
+// and judges it for bot-to-bot chains itself, as on platforms that do not
+// show bots each other's messages), system messages, and messages without
+// text.
 func (p *Platform) event(bot, self string, m *discordgo.Message) (ev gateway.Event, ok bool) {
 	if m == nil || m.Author == nil || m.ID == "" || m.ChannelID == "" {
 		return ev, false
 	}
 	if m.Author.ID == self {
+		return ev, false
+	}
+	if _, ours := p.botOfUser(m.Author.ID); ours && m.Author.Bot {
 		return ev, false
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {

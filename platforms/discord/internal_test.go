@@ -227,6 +227,24 @@ func TestTransport(t *testing.T) {
 	}
 }
 
+// A message of another Switchboard bot is not taken: the gateway stored
+// it when that bot said it. Another app's bot is, as a bot's message.
+func TestOwnBotsMessagesNotTaken(t *testing.T) {
+	p := New(Options{})
+	p.users["9002"] = "finn"
+	msg := func(author string) *discordgo.Message {
+		return &discordgo.Message{ID: "1", ChannelID: "c", GuildID: "g", Content: "<@9001> over to you",
+			Author: &discordgo.User{ID: author, Username: "x", Bot: true}}
+	}
+	if ev, ok := p.event("matty", "9001", msg("9002")); ok {
+		t.Errorf("finn's message was taken: %+v", ev)
+	}
+	ev, ok := p.event("matty", "9001", msg("7777"))
+	if !ok || !ev.Sender.IsBot {
+		t.Errorf("another app's bot: %+v, %v", ev, ok)
+	}
+}
+
 // FuzzMessage feeds MESSAGE_CREATE payloads, as the gateway websocket
 // delivers them, through discordgo's decoding and the adapter's
 // normalization: whatever arrives, an event the adapter takes is valid.

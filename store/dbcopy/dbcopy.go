@@ -138,6 +138,10 @@ func Copy(ctx context.Context, from, to string, log *slog.Logger) ([]Count, erro
 		if err := moveSequences(ctx, wtx); err != nil {
 			return nil, err
 		}
+	} else if err := sqlite.RebuildInsightIndex(ctx, wtx); err != nil {
+		// PostgreSQL's index is a column the database computes; SQLite's
+		// is written by the store, which this copy bypassed.
+		return nil, fmt.Errorf("write %s: %w", dst, err)
 	}
 	if err := wtx.Commit(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", dst, err)

@@ -18,8 +18,10 @@ import (
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world/chains"
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // TestRoundTrip copies a SQLite store holding some of everything to
@@ -58,6 +60,18 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("%s differs after the round trip:\n%s\nwant:\n%s", tb.name, g, w)
 		}
 	}
+	// The SQLite copy's full-text index of the insights is rebuilt.
+	back, err := sqlite.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct{ message, bot string }{{"my new jobs", "matty"}, {"a café", "finn"}} {
+		found, err := back.SearchInsights(ctx, insights.Search{User: "ann", Viewer: "priest", Words: insights.Words(q.message), Limit: 3})
+		if err != nil || len(found) != 1 || found[0].Bot != q.bot {
+			t.Errorf("insights found for %q on the SQLite copy = %+v, %v; want %s's", q.message, found, err, q.bot)
+		}
+	}
+	back.Close()
 
 	// The copy is a store: the same secret, the next IDs after the
 	// copied ones, the pending turn and reply still pending.
@@ -72,11 +86,16 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || res.Message.ID <= maxID(t, a, "messages") || res.Turns[0].ID <= maxID(t, a, "turns") {
 		t.Errorf("a message after the copy = %+v, %v; want IDs after the copied ones", res, err)
 	}
-	if n, err := p.QueueDepth(ctx); err != nil || n != 3 {
-		t.Errorf("queue depth after the copy = %d, %v; want 3", n, err)
+	if n, err := p.QueueDepth(ctx); err != nil || n != 4 {
+		t.Errorf("queue depth after the copy = %d, %v; want 4", n, err)
 	}
 	if pending, err := p.PendingOutbox(ctx); err != nil || len(pending) != 2 {
 		t.Errorf("pending outbox after the copy = %+v, %v", pending, err)
+	}
+	// Insights are found on the copy (PostgreSQL computes its index).
+	if found, err := p.SearchInsights(ctx, insights.Search{User: "ann", Viewer: "priest", Words: insights.Words("my new jobs"), Limit: 3}); err != nil ||
+		len(found) != 1 || found[0].Bot != "matty" {
+		t.Errorf("insights found on the PostgreSQL copy = %+v, %v", found, err)
 	}
 	// A gateway running on a database: a copy from it is refused.
 	m, err := p.Join(ctx, "gw:8080")
@@ -117,6 +136,7 @@ type store interface {
 	gateway.SessionStore
 	outbox.Store
 	findings.Store
+	insights.Store
 	gossip.Store
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 }
@@ -217,6 +237,19 @@ func fill(t *testing.T, s store) []byte {
 		return sessions.Outcome{Turn: turn.Ref, Posts: []sessions.Post{post(turn, "matty", "part one\n\npart two")}}
 	})
 	must(s.MarkPart(ctx, done.Outbox[0].OutboxID, 1, "tg-1"))
+	// Matty's answer there starts a bot-to-bot chain: Finn's step, the
+	// closing one, is queued (SPEC §10.6).
+	at := now()
+	_, ok, err := s.AdvanceChain(ctx, gateway.ChainAdvance{Message: done.Outbox[0].MessageID, At: at,
+		State: chains.State{Platform: "telegram", Chat: "-100", Chain: 1, Status: chains.Closed, Steps: 1,
+			StartedAt: at, LastAt: at, Mark: done.Outbox[0].MessageID, Draws: 3,
+			Burst: chains.Burst{Bot: "matty", At: at, First: true, Woke: []string{"finn"}}},
+		Answers: []gateway.ChainAnswer{{Session: sessions.Key{Bot: "finn", Scope: sessions.ScopeGroup, ScopeID: "telegram:-100"},
+			Text: "part one", Step: 1, Closing: true}}})
+	must(err)
+	if !ok {
+		t.Fatal("the chain was not stored")
+	}
 	// Rooms: an open one with bots and an invited member, a closed one.
 	_, err = s.JoinRoom(ctx, "web", "lobby", gateway.Person{ID: "web-ann"}, gateway.NewRoom{Bots: []string{"finn", "matty", "priest"}, Open: true})
 	must(err)
@@ -234,6 +267,11 @@ func fill(t *testing.T, s store) []byte {
 	_, err = s.StartStage(ctx, findings.StageStart{Space: "chat:web:lobby", Name: "converge", Isolated: true, At: now()})
 	must(err)
 	_, err = s.AddFinding(ctx, findings.Finding{Space: "chat:web:lobby", Bot: "finn", Text: "idea two", Severity: "low", CreatedAt: now()})
+	must(err)
+	// Insights about ann (SPEC §10.4).
+	_, err = s.AddInsight(ctx, insights.Insight{User: "ann", Bot: "matty", Kind: insights.Epiphany, Text: "Ann is excited about her new job", Confidence: 0.85, CreatedAt: now()})
+	must(err)
+	_, err = s.AddInsight(ctx, insights.Insight{User: "ann", Bot: "finn", Kind: insights.Dream, Text: "Ann's café ✓", Confidence: 1, CreatedAt: now()})
 	must(err)
 	// Gossip: an event delivered to finn, still due to priest.
 	ev, _, err := s.AddGossip(ctx, gossip.Event{User: "ann", UserName: "Ann", SourceBot: "matty", MessageID: 1, Key: "web/lobby/1", Topic: "career",

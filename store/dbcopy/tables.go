@@ -45,7 +45,8 @@ var tables = []table{
 	{name: "delegation_inputs", cols: []string{"delegation_id", "artifact_id", "position"}, order: "delegation_id, position"},
 	{name: "message_artifacts", cols: []string{"message_id", "artifact_id", "position"}, order: "message_id, position"},
 	{name: "turns", cols: []string{"id", "session_id", "message_id", "text", "status", "reply_id", "created_at",
-		"done_at", "after_turn", "delegation_id"}, order: "id", identity: "id"},
+		"done_at", "after_turn", "delegation_id", "chain_step", "chain_closing"}, bools: []string{"chain_closing"},
+		order: "id", identity: "id"},
 	{name: "outbox", cols: []string{"id", "message_id", "platform", "bot", "chat_id", "status", "attempts",
 		"last_error", "platform_msg_id", "parts_sent", "created_at", "updated_at"}, order: "id", identity: "id"},
 	{name: "platform_ids", cols: []string{"conversation_id", "platform_msg_id", "message_id"},
@@ -61,6 +62,14 @@ var tables = []table{
 		bools: []string{"isolated"}, order: "id", identity: "id"},
 	{name: "findings", cols: []string{"id", "space", "bot", "text", "severity", "stage", "visible", "created_at"},
 		bools: []string{"visible"}, order: "id", identity: "id"},
+	// Insights (SPEC §10.4). A SQLite target's full-text index of them
+	// is the store's to write: Copy rebuilds it.
+	{name: "insights", cols: []string{"id", "user_id", "bot", "kind", "text", "confidence", "created_at"},
+		order: "id", identity: "id"},
+	// Bot-to-bot chains in group chats (SPEC §10.6).
+	{name: "crossbot_chains", cols: []string{"platform", "chat_id", "chain", "status", "steps", "started_at", "last_at",
+		"mark", "burst_bot", "burst_at", "burst_first", "burst_woke", "draws", "version", "updated_at"},
+		bools: []string{"burst_first"}, order: "platform, chat_id"},
 	// Gossip (SPEC §10.5).
 	{name: "gossip_events", cols: []string{"id", "user_id", "user_name", "source_bot", "message_id", "message_key", "topic", "summary",
 		"depth", "status", "reason", "created_at", "updated_at"}, order: "id", identity: "id"},

@@ -6,7 +6,7 @@ import (
 )
 
 // CheckIntegrity fails t if a row of s refers to a missing row (SQLite's
-// foreign key check), or if the writer remembers a conversation, session
+// foreign key check, and the insights' full-text index), or if the writer remembers a conversation, session
 // or participant that is gone: deletions run with the checks off, and a
 // later write would trust what the writer remembers.
 func CheckIntegrity(t *testing.T, s *Store) {
@@ -23,6 +23,17 @@ func CheckIntegrity(t *testing.T, s *Store) {
 		t.Errorf("a row of %s (rowid %v) refers to a missing row of %s", table, rowid, parent)
 	}
 	rows.Close()
+	// The insights' full-text index holds a row for each insight and no
+	// other (a deleted insight leaves it with a trigger).
+	var stray, missing int
+	if err := s.r.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM insights_fts WHERE rowid NOT IN (SELECT id FROM insights)),
+		(SELECT COUNT(*) FROM insights WHERE id NOT IN (SELECT rowid FROM insights_fts))`).Scan(&stray, &missing); err != nil {
+		t.Fatal(err)
+	}
+	if stray+missing > 0 {
+		t.Errorf("the insights' index holds %d rows of deleted insights and misses %d insights", stray, missing)
+	}
 	// ids belongs to the writer goroutine: read it there.
 	err = s.view(ctx, func(tx *txn) error {
 		for k, id := range s.ids.convs {

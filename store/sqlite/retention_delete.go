@@ -291,6 +291,11 @@ func (d *deleter) finish(v *visitor) error {
 			return err
 		}
 	}
+	// What bots noticed about them (SPEC §10.4); a trigger takes each
+	// out of the full-text index.
+	if err := d.exec(nil, `DELETE FROM insights WHERE user_id = ? AND created_at < ?`, v.id, d.p.cutoff); err != nil {
+		return err
+	}
 	// The gossip about them (SPEC §10.5), deliveries first: foreign keys
 	// are off here, so nothing cascades.
 	for _, q := range []string{

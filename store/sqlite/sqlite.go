@@ -93,6 +93,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		writes: make(chan writeReq), quit: make(chan struct{}), stopped: make(chan struct{}),
 		checkpointed: make(chan struct{}),
 	}
+	if err := checkFTS5(ctx, wc); err != nil {
+		s.closeWriter()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	if err := s.migrate(ctx); err != nil {
 		s.closeWriter()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // visitor is a message from the person with platform ID pid and user ID
@@ -177,6 +178,9 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	}
 	addFinding(t, s, finding("user:"+old, "finn", "hidden in their stage"))
 	addFinding(t, s, finding("user:ann", "matty", "ann's"))
+	// What bots noticed about the old visitor, and about ann.
+	addInsight(t, s, insight(old, "matty", "the old visitor likes trains", 0.9))
+	addInsight(t, s, insight("ann", "matty", "ann likes trains", 0.9))
 
 	// The cutoff is the real time: the store dates joins by its own
 	// clock. An active visitor, seen after it.
@@ -278,6 +282,15 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	}
 	if got := findingTexts(t, s, findings.Query{Space: "user:ann", Limit: 10}); !slices.Equal(got, []string{"ann's"}) {
 		t.Errorf("ann's findings = %q", got)
+	}
+	if got := insightTexts(t, s, insights.Query{Users: []string{old}, Limit: 10}); len(got) != 0 {
+		t.Errorf("insights about the old visitor kept: %q", got)
+	}
+	if got := searchTexts(t, s, old, "finn", "trains", 0, 10); len(got) != 0 {
+		t.Errorf("insights about the old visitor still found: %q", got)
+	}
+	if got := searchTexts(t, s, "ann", "finn", "trains", 0, 10); !slices.Equal(got, []string{"ann likes trains"}) {
+		t.Errorf("insights about ann = %q", got)
 	}
 	turn = nextTurn(t, s, busyRes.Turns[0].SessionID)
 	if turn.Message.Text != "slow one" {

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
+	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // Store is everything a store implements: the contracts of the gateway,
@@ -24,6 +25,7 @@ type Store interface {
 	outbox.Store
 	retention.Store
 	findings.Store
+	insights.Store
 	gossip.Store
 	// GetSession returns the session with id, or an error wrapping
 	// sessions.ErrNotFound.
@@ -83,6 +85,7 @@ func Run(t *testing.T, f Factory) {
 		{"OpenRooms", testOpenRooms},
 		{"Conversations", testConversations},
 		{"Focus", testFocus},
+		{"Chains", testChains},
 		{"Sessions", testSessions},
 		{"Secret", testSecret},
 		{"ConcurrentWriters", testConcurrentWriters},
@@ -91,6 +94,8 @@ func Run(t *testing.T, f Factory) {
 		{"Findings", testFindings},
 		{"Stages", testStages},
 		{"StageKeys", testStageKeys},
+		{"Insights", testInsights},
+		{"InsightSearch", testInsightSearch},
 		{"GossipEvents", testGossipEvents},
 		{"GossipDelivery", testGossipDelivery},
 		{"GossipBlock", testGossipBlock},

@@ -48,3 +48,8 @@ func OneOf(name, description, def string, values ...string) Property {
 	}
 	return Property{name, s}
 }
+
+// Number is a number property from lo to hi (both allowed).
+func Number(name, description string, lo, hi float64) Property {
+	return Property{name, &jsonschema.Schema{Type: "number", Description: description, Minimum: jsonschema.Ptr(lo), Maximum: jsonschema.Ptr(hi)}}
+}
