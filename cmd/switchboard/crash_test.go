@@ -134,7 +134,7 @@ func crashSafety(t *testing.T, pgURL string) {
 	}
 	// Replies not delivered before the kill come as message frames once
 	// the client is back; wait for them (bounded), then check the store.
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && unanswered(clients) > 0 {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -42,6 +42,7 @@ func insightsConfig(elena string) string {
 gateway:
   listen: 127.0.0.1:0
   database: test.db
+  crossbot: {enabled: false}   # the room's bots answer people, not each other
   web:
     secret_env: SB_TEST_WEB_SECRET
     max_messages_per_second_per_person: 0
