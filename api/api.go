@@ -63,6 +63,8 @@ type Server struct {
 	// Chains reports the bot-to-bot chains of group chats; nil lists
 	// none.
 	Chains Chains
+	// Gossip reads gossip events; nil answers its endpoint 501.
+	Gossip Gossip
 	// Metrics is the registry /metrics serves, which GET /api/v1/health
 	// summarizes; nil answers that 503.
 	Metrics prometheus.Gatherer
@@ -103,6 +105,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/stages/release", s.releaseStage)
 	mux.HandleFunc("GET /api/v1/insights", s.listInsights)
 	mux.HandleFunc("DELETE /api/v1/insights/{id}", s.forgetInsight)
+	mux.HandleFunc("GET /api/v1/gossip", s.listGossip)
 	mux.HandleFunc("GET /api/v1/health", s.health)
 	mux.HandleFunc("GET /api/v1/instances", s.instances)
 	mux.HandleFunc("GET /api/v1/chains", s.chains)

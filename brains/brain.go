@@ -23,7 +23,7 @@ import (
 // but must not contain secrets.
 //
 // The turn's slices (History, GroupHistory, Team, Context, Findings,
-// Insights, and the delegation's) belong to the gateway, which may share them between
+// Insights, Memories, and the delegation's) belong to the gateway, which may share them between
 // turns: a brain reads them and does not write into them, and copies what
 // it keeps past its return.
 type Brain interface {
@@ -78,6 +78,11 @@ type Turn struct {
 	// templates as .Insights and to models as the [INSIGHTS FROM OTHER
 	// CHARACTERS] block.
 	Insights []Insight
+	// Memories are the newest gossip memories the bot has of the
+	// person (SPEC §10.5), oldest first: shown to script templates as
+	// .Memories and to models as the MEMORIES FROM OTHER CHARACTERS
+	// block.
+	Memories []Memory
 	// Actions are the actions the turn may take, bound to its bot,
 	// person and space; nil when it may take none (a public bot).
 	Actions Actions
@@ -104,6 +109,15 @@ type Insight struct {
 	Text string
 	// Confidence is from 0 to 1.
 	Confidence float64
+}
+
+// Memory is news about the person another bot was told, as gossip
+// brought it (SPEC §10.5).
+type Memory struct {
+	// From is the display name of the bot that was told.
+	From string
+	// Text is the news: "Bryan: I got a new job at a tech company".
+	Text string
 }
 
 // Mate is a bot the answering bot may hand work to.

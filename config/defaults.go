@@ -56,6 +56,7 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "shared.insights.enabled", &cfg.Shared.Insights.Enabled, true)
 	setIfOmitted(doc, "shared.insights.confidence_threshold", &cfg.Shared.Insights.ConfidenceThreshold, DefaultSharedInsightsThreshold)
 	setIfOmitted(doc, "shared.insights.limit", &cfg.Shared.Insights.Limit, DefaultSharedInsightsLimit)
+	applyGossipDefaults(&cfg.Shared.Gossip, doc)
 
 	for i := range cfg.Bots {
 		b := &cfg.Bots[i]

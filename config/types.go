@@ -78,6 +78,8 @@ type Shared struct {
 	Findings SharedFindings `yaml:"findings"`
 	// Insights configures what bots find of each other's insights.
 	Insights SharedInsights `yaml:"insights"`
+	// Gossip configures gossip (gossip.go).
+	Gossip SharedGossip `yaml:"gossip"`
 }
 
 // SharedFindings is shared.findings.

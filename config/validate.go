@@ -23,6 +23,7 @@ var (
 func validateBots(r *report, cfg *Config, o options) {
 	validateGateway(r, &cfg.Gateway)
 	validateShared(r, &cfg.Shared)
+	validateGossip(r, &cfg.Shared.Gossip, cfg.Bots)
 	ids := map[string]int{} // bot ID → index of its first use
 	for i, b := range cfg.Bots {
 		key := fmt.Sprintf("bots[%d].id", i)

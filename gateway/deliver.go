@@ -95,6 +95,7 @@ func (g *Gateway) Deliver(ctx context.Context, ev Event) (Receipt, error) {
 			woken = append(woken, t.SessionID)
 		}
 		g.runner.Wake(woken...)
+		g.gossipHeard(ev, user, res.Message, turns)
 		if isStage {
 			g.runStageCommand(ctx, ev, user, res.Message, stage)
 		}

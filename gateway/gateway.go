@@ -70,6 +70,9 @@ type Options struct {
 	// Insights are what bots noticed about people (SPEC §10.4); turns
 	// find none when nil.
 	Insights Insights
+	// Gossip is the grapevine (gossip.go); no message is checked for
+	// news and turns get no memories when nil.
+	Gossip Gossip
 }
 
 // Gateway is the pipeline. Its configuration (the roster of bots, the
@@ -86,6 +89,7 @@ type Gateway struct {
 	actions  ActionBinder
 	findings Findings
 	insights Insights
+	gossip   Gossip
 
 	roster     atomic.Pointer[Roster]
 	users      atomic.Pointer[identity.Directory]
@@ -135,7 +139,7 @@ func New(opts Options) *Gateway {
 	}
 	g := &Gateway{
 		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now, shared: opts.Shared,
-		actions: opts.Actions, findings: opts.Findings, insights: opts.Insights,
+		actions: opts.Actions, findings: opts.Findings, insights: opts.Insights, gossip: opts.Gossip,
 		platforms: make(map[string]Platform), started: make(chan struct{}),
 		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}

@@ -138,8 +138,9 @@ func (g *Gateway) rootDelegation(ctx context.Context, d delegation.Record) deleg
 
 // bindWorld gives turn the shared world of its space: the actions of
 // its bot, bound to the turn (its bot, for its person, in its space,
-// speaking in where), the findings the bot may see and the insights of
-// other bots it finds (insights.go). A public bot takes no part: it gets
+// speaking in where), the findings the bot may see, the insights of
+// other bots it finds (insights.go) and the gossip memories it has of
+// the person (gossip.go). A public bot takes no part: it gets
 // none of them. The returned actions (nil when none)
 // are ended by the caller when the brain is done.
 func (g *Gateway) bindWorld(ctx context.Context, log *slog.Logger, roster *Roster, bot *Bot, t sessions.Turn, turn *brains.Turn, where chat.Ref) *actions.Turn {
@@ -161,6 +162,7 @@ func (g *Gateway) bindWorld(ctx context.Context, log *slog.Logger, roster *Roste
 		}
 	}
 	g.findInsights(ctx, log, roster, bot, turn)
+	g.gossipMemories(ctx, log, roster, bot, turn)
 	if g.actions == nil {
 		return nil
 	}

@@ -19,7 +19,8 @@ type block struct {
 
 // Titles of the fixed blocks, in the order they appear. The shared
 // findings (Turn.Findings, under FindingsHeading), the insights of
-// other bots (Turn.Insights, under InsightsHeading) and the injected
+// other bots (Turn.Insights, under InsightsHeading), the gossip
+// memories (Turn.Memories, under MemoriesHeading) and the injected
 // context blocks (Turn.Context, under their own titles, upper-cased)
 // come between TitleTeam and TitleGroup.
 const (
@@ -48,6 +49,13 @@ const FindingsHeading = "SHARED FINDINGS (newest last)"
 //	- Elena noticed: User expressed excitement about new job
 const InsightsHeading = "[INSIGHTS FROM OTHER CHARACTERS]"
 
+// MemoriesHeading heads the gossip memories block, which SPEC §10.5
+// writes as
+//
+//	[MEMORIES FROM OTHER CHARACTERS]
+//	- Elena told you: Bryan: I got a new job at a tech company
+const MemoriesHeading = "[MEMORIES FROM OTHER CHARACTERS]"
+
 // blocks lists the system blocks of t in their fixed order; blocks with
 // nothing to say are left out.
 func blocks(t brains.Turn, opts Options) []block {
@@ -57,6 +65,7 @@ func blocks(t brains.Turn, opts Options) []block {
 		{title: TitleTeam, body: team(t.Team, opts.DelegateTool)},
 		{body: sharedFindings(t.Findings), own: true},
 		{body: insights(t.Insights), own: true},
+		{body: memories(t.Memories), own: true},
 	}
 	for _, c := range t.Context {
 		title := strings.ToUpper(strings.TrimSpace(c.Title))
@@ -197,6 +206,20 @@ func insights(ins []brains.Insight) string {
 	sb.WriteString(InsightsHeading)
 	for _, in := range ins {
 		fmt.Fprintf(&sb, "\n- %s noticed: %s", in.Bot, indent(in.Text))
+	}
+	return sb.String()
+}
+
+// memories are the gossip memories of the turn as SPEC §10.5 writes
+// them: a heading, then one line a memory, oldest first.
+func memories(ms []brains.Memory) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(MemoriesHeading)
+	for _, m := range ms {
+		fmt.Fprintf(&sb, "\n- %s told you: %s", m.From, indent(m.Text))
 	}
 	return sb.String()
 }

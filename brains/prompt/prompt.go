@@ -1,7 +1,8 @@
 // Package prompt assembles what a model-backed brain sends for one turn:
 // a system part made of titled blocks in a fixed order (the bot's
 // persona, the chat, the team it may hand work to, the shared findings
-// of the turn's space, context the gateway injects, the group's recent
+// of the turn's space, the gossip memories it has of the person,
+// context the gateway injects, the group's recent
 // talk, a delegated task and its outputs) and
 // the session's recent history as role-tagged messages, ending with the
 // new message.
@@ -11,12 +12,15 @@
 //	=== TITLE ===
 //	body
 //
-// so a model can tell them apart, and later features (insights,
-// memories) arrive as new brains.Block values in Turn.Context without any
-// change here. The shared findings are the exception: SPEC §10.2 fixes
-// their block's format, heading included ("SHARED FINDINGS (newest
-// last)", then "1. [Bot] severity: text" a line), which is kept as it is. Build is pure: the same Turn and Options give the same
-// Prompt, byte for byte, which the golden files in testdata pin down.
+// so a model can tell them apart, and later features arrive as new
+// brains.Block values in Turn.Context without any change here. The
+// shared findings and the gossip memories are the exceptions: SPEC
+// §10.2 and §10.5 fix their blocks' formats, headings included
+// ("SHARED FINDINGS (newest last)", then "1. [Bot] severity: text" a
+// line; "[MEMORIES FROM OTHER CHARACTERS]", then "- Bot told you: text"
+// a line), which are kept as they are. Build is pure: the same Turn and
+// Options give the same Prompt, byte for byte, which the golden files in
+// testdata pin down.
 package prompt
 
 import (

@@ -10,7 +10,9 @@
 // findings the bot may see, oldest first, each with .Bot, .BotID,
 // .Severity, .Text and .Stage), .Insights (what other bots noticed
 // about the person that relates to the message, oldest first, each with
-// .Bot, .BotID, .Kind, .Text and .Confidence), .Match (the winning rule's submatches,
+// .Bot, .BotID, .Kind, .Text and .Confidence), .Memories (the gossip
+// memories the bot has of the person, oldest first, each with .From, the
+// name of the bot that was told, and .Text), .Match (the winning rule's submatches,
 // index 0 the whole match; empty for the default reply) and
 // .Delegation. .Delegation is nil unless the turn was handed over by
 // another bot, so {{if .Delegation}} tests for it; when set it has .ID,

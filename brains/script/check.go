@@ -161,6 +161,7 @@ func sampleTurns() []brains.Turn {
 		History:   []brains.Entry{{Kind: "human", From: "Sam", Text: "an earlier message", Time: at}},
 		Findings:  []brains.Finding{{Bot: "Other Bot", BotID: "other-bot", Severity: "high", Text: "a finding", Stage: "sample"}},
 		Insights:  []brains.Insight{{Bot: "Other Bot", BotID: "other-bot", Kind: "epiphany", Text: "an insight", Confidence: 0.9}},
+		Memories:  []brains.Memory{{From: "Other Bot", Text: "Sam: a memory"}},
 	}
 	delegated := plain
 	delegated.Group = true

@@ -31,6 +31,9 @@ type data struct {
 	// Insights are what other bots noticed about the person that
 	// relates to the message (SPEC §10.4), oldest first.
 	Insights []insight
+	// Memories are the gossip memories the bot has of the person (SPEC
+	// §10.5), oldest first.
+	Memories []memory
 	// Delegation is nil unless the turn was handed over by another bot,
 	// so {{if .Delegation}} and {{with .Delegation}} test for it.
 	Delegation *delegation
@@ -64,6 +67,10 @@ type finding = brains.Finding
 // name), .BotID, .Kind, .Text and .Confidence, as brains.Insight has
 // them.
 type insight = brains.Insight
+
+// memory is one gossip memory: .From (the name of the bot that was
+// told) and .Text, as brains.Memory has them.
+type memory = brains.Memory
 
 // input is an artifact handed over with a delegation; Content is text so
 // templates can print it.
@@ -221,6 +228,9 @@ func newData(t brains.Turn, match []string) *data {
 	}
 	if len(t.Insights) > 0 {
 		dt.Insights = t.Insights
+	}
+	if len(t.Memories) > 0 {
+		dt.Memories = t.Memories
 	}
 	if t.Delegation != nil {
 		dl := &delegation{d: *t.Delegation}

@@ -26,14 +26,18 @@ import (
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).
 const (
 	drainTimeout = 4 * time.Second
-	flushTimeout = 2 * time.Second
-	closeTimeout = 2 * time.Second
+	// gossipTimeout bounds the checking of messages heard before the
+	// drain; deliveries left stay queued for the next start.
+	gossipTimeout = time.Second
+	flushTimeout  = 2 * time.Second
+	closeTimeout  = 2 * time.Second
 )
 
 // The HTTP server's timeouts (SPEC §12), so that a client that sends
@@ -85,10 +89,15 @@ type Main struct {
 	// among the gateways sharing it (cluster.go).
 	cluster *cluster
 	board   *findings.Board
+	gossip  *gossip.Grapevine
 	srv     *http.Server
 	ln      net.Listener
 	// insights are what bots noticed about people (SPEC §10.4).
 	insights *insights.Pool
+
+	// gossipBefore, set by tests, runs before each gossip delivery; an
+	// error leaves the delivery queued (gossip.Options.BeforeDeliver).
+	gossipBefore func(context.Context, gossip.Delivery) error
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -150,9 +159,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	// it starts, so before any turn binds the registry).
 	m.board = findings.New(m.store, findings.Options{})
 	m.insights = insights.New(m.store, insights.Options{})
+	m.gossip = gossip.New(m.store, gossip.Options{Logger: m.Logger, BeforeDeliver: m.gossipBefore})
 	registry := actions.New()
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
-		Shared: m.cluster.shared(), Actions: registry, Findings: m.board, Insights: m.insights})
+		Shared: m.cluster.shared(), Actions: registry, Findings: m.board, Insights: m.insights, Gossip: m.gossip})
 	if err := registerActions(registry, m.board, m.insights, m.gw); err != nil {
 		return err
 	}
@@ -182,7 +192,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Chains: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Gossip: m.gw, Chains: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),
@@ -206,6 +216,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	// The grapevine resumes the deliveries a previous run left before
+	// new messages come.
+	m.gossip.Start(m.gw.GossipCast())
 	if err := m.gw.Start(ctx); err != nil {
 		return err
 	}
@@ -314,8 +327,8 @@ func (m *Main) adminToken() (generated bool) {
 	return true
 }
 
-// Close shuts down in order: stop intake, drain the session queues, flush
-// the outbox, close the platforms (the web adapter closes its WebSocket
+// Close shuts down in order: stop intake, drain the session queues, stop
+// the grapevine (its queue stays stored), flush the outbox, close the platforms (the web adapter closes its WebSocket
 // connections itself), stop the HTTP server, close the store. Work that
 // does not finish in time stays stored and resumes on the next start.
 func (m *Main) Close() error {
@@ -328,6 +341,9 @@ func (m *Main) Close() error {
 		if err := m.gw.Drain(ctx); err != nil {
 			m.Logger.Warn("session queues not drained in time; the rest runs on the next start")
 		}
+		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), gossipTimeout)
+		m.gossip.Close(ctx)
 		cancel()
 		ctx, cancel = context.WithTimeout(context.Background(), flushTimeout)
 		if err := m.gw.Flush(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
@@ -27,6 +28,7 @@ type store interface {
 	retention.Store
 	findings.Store
 	insights.Store
+	gossip.Store
 	api.Sessions
 	api.Artifacts
 	api.Conversations

@@ -53,6 +53,7 @@ func (m *Main) apply(cfg *config.Config) error {
 	m.retain.Configure(retentionPolicy(cfg))
 	m.board.SetInject(cfg.Shared.Findings.Inject)
 	m.insights.Configure(insightSettings(cfg))
+	m.gossip.Configure(gossipSettings(cfg))
 	return nil
 }
 

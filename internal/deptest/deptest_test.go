@@ -27,14 +27,14 @@ var allowed = map[string][]string{
 	"delegation":         {"chat"},
 	"outbox":             {"chat", "delegation"},
 	"sessions":           {"chat", "delegation", "outbox"},
-	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world", "world/actions", "world/chains", "world/findings", "world/insights"},
+	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world", "world/actions", "world/chains", "world/findings", "world/gossip", "world/insights"},
 	"retention":          nil,
 	"download":           {"chat"},
-	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/insights"},
-	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/insights"},
+	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights"},
+	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights"},
 	"store/dbcopy":       {"store/postgres", "store/sqlite"},
-	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/insights"},
-	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world", "world/chains", "world/findings", "world/insights"},
+	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights"},
+	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world", "world/chains", "world/findings", "world/gossip", "world/insights"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox", "world", "world/findings"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
 	"platforms/discord":  {"chat", "delegation", "gateway", "outbox"},
@@ -59,12 +59,13 @@ var allowed = map[string][]string{
 	"world/chains":   nil,
 	"world/findings": {"world", "world/actions"},
 	"world/insights": {"world/actions"},
+	"world/gossip":   {"brains", "chat"},
 }
 
 // core lists the packages that must stay free of drivers and libraries of
 // the outside world, which forbiddenOutside names.
 var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention",
-	"world", "world/actions", "world/chains", "world/findings", "world/insights"}
+	"world", "world/actions", "world/chains", "world/findings", "world/gossip", "world/insights"}
 
 var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",

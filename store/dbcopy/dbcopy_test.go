@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-chat/switchboard/store/sqlite"
 	"github.com/switchboard-chat/switchboard/world/chains"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
@@ -136,6 +137,7 @@ type store interface {
 	outbox.Store
 	findings.Store
 	insights.Store
+	gossip.Store
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 }
 
@@ -270,6 +272,14 @@ func fill(t *testing.T, s store) []byte {
 	_, err = s.AddInsight(ctx, insights.Insight{User: "ann", Bot: "matty", Kind: insights.Epiphany, Text: "Ann is excited about her new job", Confidence: 0.85, CreatedAt: now()})
 	must(err)
 	_, err = s.AddInsight(ctx, insights.Insight{User: "ann", Bot: "finn", Kind: insights.Dream, Text: "Ann's café ✓", Confidence: 1, CreatedAt: now()})
+	must(err)
+	// Gossip: an event delivered to finn, still due to priest.
+	ev, _, err := s.AddGossip(ctx, gossip.Event{User: "ann", UserName: "Ann", SourceBot: "matty", MessageID: 1, Key: "web/lobby/1", Topic: "career",
+		Summary: "I got a new job.", Status: gossip.StatusQueued, CreatedAt: now()}, []string{"finn", "priest"})
+	must(err)
+	_, err = s.DeliverMemory(ctx, gossip.Delivery{Event: ev, Bot: "finn"}, chat.Message{Kind: chat.KindSystem,
+		From: chat.Party{Kind: chat.System, ID: "matty", Name: gossip.NoteFrom}, UserID: "ann", Bot: "finn",
+		Text: gossip.NoteText("Matty", ev), Time: now()})
 	must(err)
 	return secret
 }

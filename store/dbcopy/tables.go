@@ -70,4 +70,9 @@ var tables = []table{
 	{name: "crossbot_chains", cols: []string{"platform", "chat_id", "chain", "status", "steps", "started_at", "last_at",
 		"mark", "burst_bot", "burst_at", "burst_first", "burst_woke", "draws", "version", "updated_at"},
 		bools: []string{"burst_first"}, order: "platform, chat_id"},
+	// Gossip (SPEC §10.5).
+	{name: "gossip_events", cols: []string{"id", "user_id", "user_name", "source_bot", "message_id", "message_key", "topic", "summary",
+		"depth", "status", "reason", "created_at", "updated_at"}, order: "id", identity: "id"},
+	{name: "gossip_deliveries", cols: []string{"event_id", "bot", "user_id", "status", "reason", "message_id", "delivered_at"},
+		order: "event_id, bot"},
 }

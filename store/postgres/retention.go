@@ -302,6 +302,10 @@ func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
 	if _, err := t.exec(`DELETE FROM insights WHERE user_id = $1 AND created_at < $2`, v, cutoff); err != nil {
 		return err
 	}
+	// The gossip about them (SPEC §10.5); their deliveries go with it.
+	if _, err := t.exec(`DELETE FROM gossip_events WHERE user_id = $1 AND created_at < $2`, v, cutoff); err != nil {
+		return err
+	}
 	// Their places in chats and rooms, then the chats left empty: the
 	// rooms nobody else is in, their private chats.
 	var chats []int64

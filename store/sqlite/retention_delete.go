@@ -296,6 +296,16 @@ func (d *deleter) finish(v *visitor) error {
 	if err := d.exec(nil, `DELETE FROM insights WHERE user_id = ? AND created_at < ?`, v.id, d.p.cutoff); err != nil {
 		return err
 	}
+	// The gossip about them (SPEC §10.5), deliveries first: foreign keys
+	// are off here, so nothing cascades.
+	for _, q := range []string{
+		`DELETE FROM gossip_deliveries WHERE event_id IN (SELECT id FROM gossip_events WHERE user_id = ? AND created_at < ?)`,
+		`DELETE FROM gossip_events WHERE user_id = ? AND created_at < ?`,
+	} {
+		if err := d.exec(nil, q, v.id, d.p.cutoff); err != nil {
+			return err
+		}
+	}
 	for _, r := range v.rooms {
 		if err := d.exec(nil, `DELETE FROM participants
 			WHERE conversation_id = ? AND kind = 'user' AND participant_id = ? AND joined_at < ?`, r, v.id, d.p.cutoff); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/sessions"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
 )
 
@@ -25,6 +26,7 @@ type Store interface {
 	retention.Store
 	findings.Store
 	insights.Store
+	gossip.Store
 	// GetSession returns the session with id, or an error wrapping
 	// sessions.ErrNotFound.
 	GetSession(ctx context.Context, id string) (sessions.Session, error)
@@ -94,6 +96,13 @@ func Run(t *testing.T, f Factory) {
 		{"StageKeys", testStageKeys},
 		{"Insights", testInsights},
 		{"InsightSearch", testInsightSearch},
+		{"GossipEvents", testGossipEvents},
+		{"GossipDelivery", testGossipDelivery},
+		{"GossipBlock", testGossipBlock},
+		{"GossipConcurrent", testGossipConcurrent},
+		{"Memories", testMemories},
+		{"MessagesFrom", testMessagesFrom},
+		{"GossipRetention", testGossipRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
