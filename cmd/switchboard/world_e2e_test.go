@@ -230,14 +230,19 @@ func TestIsolatedStage(t *testing.T) {
 	if got := bob.next("system"); !strings.Contains(got, "Stage diverge started") {
 		t.Errorf("bob saw %q", got)
 	}
+	// Alpha posts first: a bot's turns run in order, so its answer comes
+	// after its idea is stored, and the findings' order is fixed.
 	ann.send(map[string]any{"type": "send", "chat": "brainstorm", "text": "@alpha idea: a cache", "client_id": "a1"})
-	ann.send(map[string]any{"type": "send", "chat": "brainstorm", "text": "@beta idea: a queue", "client_id": "b1"})
-	// Each sees only its own.
 	if got := ann.say(room, "@alpha what do you see?", "alpha"); got != "alpha sees: alpha thinks a cache|" {
 		t.Errorf("during the stage alpha said %q", got)
 	}
+	ann.send(map[string]any{"type": "send", "chat": "brainstorm", "text": "@beta idea: a queue", "client_id": "b1"})
+	// Each sees only its own.
 	if got := ann.say(room, "@beta what do you see?", "beta"); got != "beta sees: beta thinks a queue|" {
 		t.Errorf("during the stage beta said %q", got)
+	}
+	if got := ann.say(room, "@alpha and now?", "alpha"); got != "alpha sees: alpha thinks a cache|" {
+		t.Errorf("during the stage alpha said %q", got)
 	}
 	for _, tc := range []struct {
 		query string
