@@ -83,9 +83,75 @@ type Turn struct {
 	// .Memories and to models as the MEMORIES FROM OTHER CHARACTERS
 	// block.
 	Memories []Memory
+	// Shared is the shared context of the turn's space (SPEC §10.7):
+	// events, entities, facts and the artifact chain, within the
+	// shared.context limits; nil when the space holds none. Shown to
+	// script templates as .Context and to models as the SHARED CONTEXT
+	// block.
+	Shared *SharedContext
+	// Files reads the content of the artifacts Shared's chain names
+	// (its steps' inputs and outputs); nil when there are none. An
+	// exec brain writes the outputs under artifacts/ in the working
+	// directory.
+	Files Files
 	// Actions are the actions the turn may take, bound to its bot,
 	// person and space; nil when it may take none (a public bot).
 	Actions Actions
+}
+
+// SharedContext is a space's shared context as a turn sees it, each
+// list oldest first.
+type SharedContext struct {
+	Events   []ContextEvent
+	Entities []ContextEntity
+	Facts    []ContextFact
+	Chain    []ChainStep
+}
+
+// ContextEvent is an entry of the space's timeline.
+type ContextEvent struct {
+	// Bot is the adding bot's display name, BotID its ID.
+	Bot, BotID string
+	Text       string
+	Time       time.Time
+}
+
+// ContextEntity is a named thing and what the bots know of it.
+type ContextEntity struct {
+	Name string
+	// Attributes is a JSON object, its keys sorted:
+	// {"pricing":"$99/month"}.
+	Attributes string
+}
+
+// ContextFact is a statement about a subject.
+type ContextFact struct {
+	Subject, Predicate, Object string
+	// Confidence is from 0 to 1.
+	Confidence float64
+	// Bot is the stating bot's display name, BotID its ID.
+	Bot, BotID string
+}
+
+// ChainStep is a hand-off that ended in the space: which bot produced
+// which files from which inputs.
+type ChainStep struct {
+	// Step numbers the space's steps from 1.
+	Step int
+	// Producer is the working bot's display name, ProducerID its ID.
+	Producer, ProducerID string
+	Task                 string
+	// Inputs and Outputs name the artifacts (no content: read it
+	// through Turn.Files).
+	Inputs, Outputs []Artifact
+	// Status is done or failed.
+	Status string
+}
+
+// Files reads the content of the artifacts a turn's shared context
+// names; any other ID is an error.
+type Files interface {
+	ReadFile(ctx context.Context, id string) ([]byte, error)
 }
 
 // Finding is one finding of the shared board as a turn sees it.

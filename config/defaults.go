@@ -22,6 +22,11 @@ const (
 	DefaultSharedFindingsInject      = 15
 	DefaultSharedInsightsThreshold   = 0.7
 	DefaultSharedInsightsLimit       = 3
+	DefaultSharedContextEvents       = 10
+	DefaultSharedContextEntities     = 20
+	DefaultSharedContextFacts        = 20
+	DefaultSharedContextConfidence   = 0.5
+	DefaultSharedContextChain        = 5
 	// Limits of the web widget (SPEC §12).
 	DefaultWebMaxConnectionsPerIP           = 100
 	DefaultWebMaxMessagesPerSecondPerPerson = 5.0
@@ -56,6 +61,11 @@ func applyBotsDefaults(cfg *Config, doc *index) {
 	setIfOmitted(doc, "shared.insights.enabled", &cfg.Shared.Insights.Enabled, true)
 	setIfOmitted(doc, "shared.insights.confidence_threshold", &cfg.Shared.Insights.ConfidenceThreshold, DefaultSharedInsightsThreshold)
 	setIfOmitted(doc, "shared.insights.limit", &cfg.Shared.Insights.Limit, DefaultSharedInsightsLimit)
+	setIfOmitted(doc, "shared.context.events", &cfg.Shared.Context.Events, DefaultSharedContextEvents)
+	setIfOmitted(doc, "shared.context.entities", &cfg.Shared.Context.Entities, DefaultSharedContextEntities)
+	setIfOmitted(doc, "shared.context.facts", &cfg.Shared.Context.Facts, DefaultSharedContextFacts)
+	setIfOmitted(doc, "shared.context.min_confidence", &cfg.Shared.Context.MinConfidence, DefaultSharedContextConfidence)
+	setIfOmitted(doc, "shared.context.chain", &cfg.Shared.Context.Chain, DefaultSharedContextChain)
 	applyGossipDefaults(&cfg.Shared.Gossip, doc)
 
 	for i := range cfg.Bots {

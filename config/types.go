@@ -80,6 +80,26 @@ type Shared struct {
 	Insights SharedInsights `yaml:"insights"`
 	// Gossip configures gossip (gossip.go).
 	Gossip SharedGossip `yaml:"gossip"`
+	// Context bounds the shared context a prompt gets.
+	Context SharedContext `yaml:"context"`
+}
+
+// SharedContext is shared.context (SPEC §10.7): how much of a space's
+// shared context a prompt (and a script template's .Context) gets.
+type SharedContext struct {
+	// Events is how many of the newest events (default 10).
+	Events int `yaml:"events"`
+	// Entities is how many of the most recently updated entities
+	// (default 20).
+	Entities int `yaml:"entities"`
+	// Facts is how many of the newest facts (default 20).
+	Facts int `yaml:"facts"`
+	// MinConfidence keeps the facts of at least this confidence
+	// (default 0.5), from 0 to 1.
+	MinConfidence float64 `yaml:"min_confidence"`
+	// Chain is how many of the artifact chain's newest steps; an exec
+	// turn finds their outputs under artifacts/ (default 5).
+	Chain int `yaml:"chain"`
 }
 
 // SharedFindings is shared.findings.

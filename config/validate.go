@@ -82,6 +82,14 @@ func validateShared(r *report, s *Shared) {
 		r.errorf("shared.insights.confidence_threshold", "must be between 0 and 1, got %v", t)
 	}
 	atLeast(r, "shared.insights.limit", s.Insights.Limit, 0)
+	c := s.Context
+	atLeast(r, "shared.context.events", c.Events, 0)
+	atLeast(r, "shared.context.entities", c.Entities, 0)
+	atLeast(r, "shared.context.facts", c.Facts, 0)
+	atLeast(r, "shared.context.chain", c.Chain, 0)
+	if t := c.MinConfidence; !(t >= 0 && t <= 1) {
+		r.errorf("shared.context.min_confidence", "must be between 0 and 1, got %v", t)
+	}
 }
 
 // validateNames reports a name or alias that addresses two different bots,

@@ -53,8 +53,15 @@ type Record struct {
 	Inputs []string
 	// Artifacts are what the delegation produced (without content).
 	Artifacts []chat.Artifact
+	// Space is the space the work is done in (world.Space's String): the
+	// space of the chat the chain of hand-offs started from, or the
+	// person's. A hand-off that ends there is a step of its artifact
+	// chain (SPEC §10.7). "" for records stored before spaces.
+	Space     string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// EndedAt is when the status became final; zero until then.
+	EndedAt time.Time
 }
 
 // Progress is a running delegation's report of how far it got.
@@ -71,7 +78,7 @@ func (r Record) Finished() bool {
 
 // Ref is the record's short form, as the widget shows it.
 func (r Record) Ref() *Ref {
-	return &Ref{ID: r.ID, Kind: r.Kind, From: r.From, To: r.To, Task: r.Task, Status: r.Status, Depth: r.Depth}
+	return &Ref{ID: r.ID, Kind: r.Kind, From: r.From, To: r.To, Task: r.Task, Status: r.Status, Depth: r.Depth, Progress: r.Progress}
 }
 
 // Ref is a delegation's status as watchers see it.
@@ -84,6 +91,8 @@ type Ref struct {
 	Task   string `json:"task"`
 	Status string `json:"status"`
 	Depth  int    `json:"depth"`
+	// Progress is a running delegation's newest report (SPEC §10.7).
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // Update changes a delegation's status.
@@ -109,6 +118,12 @@ type Filter struct {
 
 // ErrNotFound is returned for a record or artifact that does not exist.
 var ErrNotFound = errors.New("not found")
+
+// ErrNotRunning refuses progress for a delegation that is not running.
+var ErrNotRunning = errors.New("the delegation is not running")
+
+// MaxProgressText is the longest progress text, in characters.
+const MaxProgressText = 500
 
 // Records reads delegation records by ID: what Chain needs.
 type Records interface {

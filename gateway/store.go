@@ -18,8 +18,13 @@ type Store interface {
 	Delegation(ctx context.Context, id string) (delegation.Record, error)
 	// Delegations lists the records matching f, newest first.
 	Delegations(ctx context.Context, f delegation.Filter) ([]delegation.Record, error)
-	// UpdateDelegation changes a record's status.
+	// UpdateDelegation changes a record's status; a final status sets
+	// its EndedAt.
 	UpdateDelegation(ctx context.Context, u delegation.Update) error
+	// SetDelegationProgress sets a running record's progress (SPEC
+	// §10.7). An unknown ID is an error wrapping delegation.ErrNotFound,
+	// a record that is not running one wrapping delegation.ErrNotRunning.
+	SetDelegationProgress(ctx context.Context, id string, p delegation.Progress) error
 	// OpenDelegations lists queued and running records that have no
 	// pending turn: work a restart interrupted.
 	OpenDelegations(ctx context.Context) ([]delegation.Record, error)
