@@ -60,6 +60,9 @@ type Server struct {
 	// Insights are what bots noticed about people; nil answers their
 	// endpoints 501.
 	Insights Insights
+	// Context reads the shared context of spaces; nil answers its
+	// endpoint 501.
+	Context Context
 	// Chains reports the bot-to-bot chains of group chats; nil lists
 	// none.
 	Chains Chains
@@ -104,6 +107,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/stages", s.startStage)
 	mux.HandleFunc("POST /api/v1/stages/release", s.releaseStage)
 	mux.HandleFunc("GET /api/v1/insights", s.listInsights)
+	mux.HandleFunc("GET /api/v1/context", s.getContext)
 	mux.HandleFunc("DELETE /api/v1/insights/{id}", s.forgetInsight)
 	mux.HandleFunc("GET /api/v1/gossip", s.listGossip)
 	mux.HandleFunc("GET /api/v1/health", s.health)

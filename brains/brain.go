@@ -306,6 +306,10 @@ type Handoff struct {
 	Task string
 	// Expected are the outputs the task must produce.
 	Expected []Expected
+	// Inputs name files the task takes: the file names of artifacts
+	// the turn produced or was handed, or of its space's artifact
+	// chain (SPEC §10.7), or artifact IDs.
+	Inputs []string
 }
 
 // Artifact is a named piece of content a turn consumed or produced.

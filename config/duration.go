@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -61,13 +62,21 @@ func durationHook(from, to reflect.Type, data any) (any, error) {
 // argTextType is the type of an action argument's text.
 var argTextType = reflect.TypeOf(ArgText(""))
 
-// argTextHook decodes a YAML scalar into an ArgText: a number or a
-// boolean as its text, as written.
+// argTextHook decodes a YAML value into an ArgText: a number or a
+// boolean as its text, as written; a list as JSON text (inputs:
+// [competitors.json] is ["competitors.json"]), which the action parses
+// as its schema asks. The shape check refuses mappings before this.
 func argTextHook(from, to reflect.Type, data any) (any, error) {
 	if to != argTextType {
 		return data, nil
 	}
 	switch v := data.(type) {
+	case []any:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("an action argument that is a list or mapping must be JSON-like: %v", err)
+		}
+		return ArgText(b), nil
 	case float64:
 		return ArgText(strconv.FormatFloat(v, 'g', -1, 64)), nil
 	case float32:

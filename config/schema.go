@@ -57,9 +57,10 @@ func (c *shapeChecker) value(n *yaml.Node, t reflect.Type, path string) {
 	case t.Kind() == reflect.Pointer:
 		c.value(n, t.Elem(), path)
 	case t == argTextType:
-		// An action's argument: text, or a number or boolean taken as
-		// its text.
-		c.scalar(n, path, "a string, a number or true or false", "!!str", "!!int", "!!float", "!!bool")
+		// An action's argument: text, a number or boolean taken as its
+		// text, or a list of those taken as a JSON list. A mapping is
+		// written as JSON text: loading lower-cases a mapping's keys.
+		c.argText(n, path)
 	case t.Kind() == reflect.Struct:
 		c.mapping(n, t, path)
 	case t.Kind() == reflect.Map:
@@ -82,6 +83,29 @@ func (c *shapeChecker) value(n *yaml.Node, t reflect.Type, path string) {
 		c.scalar(n, path, "a number", "!!int", "!!float")
 	default:
 		panic("config: no shape check for " + t.String())
+	}
+}
+
+// argText checks an action argument: a scalar of text, a number or a
+// boolean, or a list of them.
+func (c *shapeChecker) argText(n *yaml.Node, path string) {
+	const want = "a string, a number, true or false, or a list of them (write a mapping as JSON text in quotes, " +
+		`such as '{"pricing": "$99/month"}', so its keys keep their case)`
+	scalar := func(n *yaml.Node) bool {
+		n = resolve(n)
+		return n.Kind == yaml.ScalarNode && slices.Contains([]string{"!!str", "!!int", "!!float", "!!bool"}, n.ShortTag())
+	}
+	if n.Kind == yaml.SequenceNode {
+		for _, item := range n.Content {
+			if !scalar(item) {
+				c.wrong(item, path, want)
+				return
+			}
+		}
+		return
+	}
+	if !scalar(n) {
+		c.wrong(n, path, want)
 	}
 }
 

@@ -16,6 +16,7 @@ func TestRuleActions(t *testing.T) {
           actions:
             - post_finding: {text: '{{index .Match 1}}', severity: high}
             - remember: {kind: observation, text: '{{.Text}}', confidence: 0.9, step: 2, urgent: true}
+            - delegate: {bot: b, task: t, inputs: [a.json, '{{.Text}}', 2], expected_outputs: '[{"name": "b.json"}]'}
         - match: '^quiet'
           actions: [{post_finding: {text: '{{.Text}}'}}]
 `, minimalUsers)
@@ -28,6 +29,10 @@ func TestRuleActions(t *testing.T) {
 	_, args, _ = rules[0].Actions[1].Name()
 	if args["confidence"] != "0.9" || args["step"] != "2" || args["urgent"] != "true" {
 		t.Errorf("numbers and booleans as text: %v", args)
+	}
+	_, args, _ = rules[0].Actions[2].Name()
+	if args["inputs"] != `["a.json","{{.Text}}",2]` || args["expected_outputs"] != `[{"name": "b.json"}]` {
+		t.Errorf("a list as JSON text: %v", args)
 	}
 	if len(rules[1].Actions) != 1 || rules[1].Reply != "" {
 		t.Errorf("a rule of actions alone = %+v", rules[1])
@@ -43,12 +48,12 @@ func TestRuleActionErrors(t *testing.T) {
       rules:
         - match: x
           actions:
-            - post_finding: {text: [a, b]}
+            - post_finding: {text: {a: b}}
             - post_finding: text
             - post_finding: {text: a, text: b}
 `, minimalUsers))
 	for key, want := range map[string]string{
-		"bots[0].brain.rules[0].actions[0].post_finding.text": "expected a string, a number or true or false, got a list",
+		"bots[0].brain.rules[0].actions[0].post_finding.text": "write a mapping as JSON text in quotes",
 		"bots[0].brain.rules[0].actions[1].post_finding":      "expected a mapping",
 		"bots[0].brain.rules[0].actions[2].post_finding.text": "duplicate key",
 	} {

@@ -59,6 +59,8 @@ const (
 	RefusedPublic   = "public"
 	RefusedPaused   = "paused"
 	RefusedUnknown  = "unknown_bot"
+	// RefusedInputs: an input the hand-off names is not there.
+	RefusedInputs = "inputs"
 )
 
 // Refusal says why a hand-off was refused; Reason is the sentence the

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-chat/switchboard/chat"
 )
 
 type clock struct{ t time.Time }
@@ -128,8 +130,17 @@ Please complete this task and respond directly.`
 	if got != want {
 		t.Errorf("wrapper:\n%s\nwant:\n%s", got, want)
 	}
-	if got := Callback("finnshipley", "build X", "done"); got != "[Bot @finnshipley completed] Task: build X Result: done" {
+	if got := Callback("finnshipley", "build X", nil, "done"); got != "[Bot @finnshipley completed] Task: build X Result: done" {
 		t.Errorf("callback = %q", got)
+	}
+	outs := []chat.Artifact{
+		{Name: "competitors.json", Size: 2048, SHA256: strings.Repeat("ab", 32)},
+		{Name: "notes.md", Size: 12, SHA256: strings.Repeat("0f", 32)},
+	}
+	want = "[Bot @coder completed] Task: compare Outputs: competitors.json (2048 bytes, sha256:" + strings.Repeat("ab", 32) +
+		"), notes.md (12 bytes, sha256:" + strings.Repeat("0f", 32) + ") Result: done"
+	if got := Callback("coder", "compare", outs, "done"); got != want {
+		t.Errorf("callback with outputs = %q\nwant %q", got, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package delegation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/chat"
@@ -69,6 +70,19 @@ type Progress struct {
 	Text  string `json:"text"`
 	Step  int    `json:"step,omitempty"`
 	Total int    `json:"total,omitempty"`
+}
+
+// Label is the progress as the widget and the dashboard show it: "Step
+// 1/3: Researching CompetitorX", "Step 2: …" without a total, or the
+// text alone.
+func (p Progress) Label() string {
+	switch {
+	case p.Step > 0 && p.Total > 0:
+		return fmt.Sprintf("Step %d/%d: %s", p.Step, p.Total, p.Text)
+	case p.Step > 0:
+		return fmt.Sprintf("Step %d: %s", p.Step, p.Text)
+	}
+	return p.Text
 }
 
 // Finished reports whether the status is final.

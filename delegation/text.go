@@ -3,6 +3,8 @@ package delegation
 import (
 	"fmt"
 	"strings"
+
+	"github.com/switchboard-chat/switchboard/chat"
 )
 
 // Line is one message of recent context shown in a wrapper.
@@ -55,8 +57,20 @@ func HelpFailedCallback(toID, question, reason string) string {
 
 // Callback is the system message the asking bot's session receives when
 // the target finishes (SPEC §5 step 4).
-func Callback(toID, task, result string) string {
-	return fmt.Sprintf("[Bot @%s completed] Task: %s Result: %s", toID, task, result)
+//
+// The files the hand-off produced are listed with their sizes and
+// hashes, so the asking bot can tell them apart and check them (SPEC
+// §10.7): "[Bot @coder completed] Task: … Outputs: competitors.json
+// (2048 bytes, sha256:…) Result: …".
+func Callback(toID, task string, outputs []chat.Artifact, result string) string {
+	if len(outputs) == 0 {
+		return fmt.Sprintf("[Bot @%s completed] Task: %s Result: %s", toID, task, result)
+	}
+	files := make([]string, len(outputs))
+	for i, a := range outputs {
+		files[i] = fmt.Sprintf("%s (%d bytes, sha256:%s)", a.Name, a.Size, a.SHA256)
+	}
+	return fmt.Sprintf("[Bot @%s completed] Task: %s Outputs: %s Result: %s", toID, task, strings.Join(files, ", "), result)
 }
 
 // FailedCallback is the system message for a hand-off that failed.

@@ -43,6 +43,10 @@ type Match struct {
 	// Expected are the outputs the hand-off asks for (a delegate
 	// action's expected_outputs; a typed trigger asks for none).
 	Expected []Expected
+	// Inputs name the files the hand-off takes (a delegate action's
+	// inputs: file names of the space's artifact chain, or artifact
+	// IDs); a typed trigger takes none.
+	Inputs []string
 }
 
 // Parser finds triggers for one bot's trigger phrases against one set of

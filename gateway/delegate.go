@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world"
 )
 
 // ErrBadRequest marks a programmatic request that cannot be carried out
@@ -86,6 +87,7 @@ func (g *Gateway) Delegate(ctx context.Context, r DelegateRequest) (delegation.R
 	h := sessions.Handoff{FromSession: &fromKey, Record: delegation.Record{
 		ID: "dlg-" + uuid.NewString(), Kind: delegation.KindHandoff, From: from.ID, To: to.ID, UserID: u.ID, UserName: name,
 		Task: r.Task, Depth: 1, Status: delegation.StatusQueued, Expected: r.Expected, Inputs: r.Inputs,
+		Space: world.User(u.ID).String(),
 	}}
 	err := g.policy.Admit(delegation.Request{
 		From: from.ID, To: to.ID, FromName: from.Name, ToName: to.Name, User: u.ID, Depth: 1,

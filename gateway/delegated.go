@@ -81,11 +81,11 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 	o.Posts = append(o.Posts, g.post(bot, t, to, shown, d.ID))
 	o.Update = &delegation.Update{ID: d.ID, Status: delegation.StatusDone, Result: text}
 	d.Status = delegation.StatusDone
-	o = g.callBack(o, roster, d, to, delegation.Callback(bot.ID, d.Task, shown), delegation.Finished(bot.Name, shown))
+	o = g.callBack(o, roster, d, to, delegation.Callback(bot.ID, d.Task, arts, shown), delegation.Finished(bot.Name, shown))
 
 	// The reply may hand work on: a nested delegation at depth + 1.
 	if text != "" || len(asked) > 0 {
-		if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, asked, &d, to, true); ok {
+		if note, hs, ok := g.handOffs(ctx, roster, bot, handoffAsk{t: t, text: text, extra: asked, parent: &d, to: to, fromReply: true, made: arts}); ok {
 			o.Handoffs = hs
 			if note != "" {
 				o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))

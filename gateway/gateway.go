@@ -73,6 +73,9 @@ type Options struct {
 	// Gossip is the grapevine (gossip.go); no message is checked for
 	// news and turns get no memories when nil.
 	Gossip Gossip
+	// Context is the shared context of spaces (context.go); turns see
+	// none when nil.
+	Context SpaceContext
 }
 
 // Gateway is the pipeline. Its configuration (the roster of bots, the
@@ -90,6 +93,8 @@ type Gateway struct {
 	findings Findings
 	insights Insights
 	gossip   Gossip
+	// sharedCtx is the spaces' shared context (context.go).
+	sharedCtx SpaceContext
 
 	roster     atomic.Pointer[Roster]
 	users      atomic.Pointer[identity.Directory]
@@ -139,7 +144,7 @@ func New(opts Options) *Gateway {
 	}
 	g := &Gateway{
 		store: opts.Store, sessions: opts.Sessions, obs: opts.Observer, log: opts.Logger, now: opts.Now, shared: opts.Shared,
-		actions: opts.Actions, findings: opts.Findings, insights: opts.Insights, gossip: opts.Gossip,
+		actions: opts.Actions, findings: opts.Findings, insights: opts.Insights, gossip: opts.Gossip, sharedCtx: opts.Context,
 		platforms: make(map[string]Platform), started: make(chan struct{}),
 		policy: delegation.NewPolicy(delegation.DefaultLimits, opts.Now),
 	}

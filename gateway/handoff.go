@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -14,24 +15,44 @@ import (
 	"github.com/switchboard-chat/switchboard/sessions"
 )
 
-// handOffs turns the triggers in text, said by bot in turn t, into
-// delegations (SPEC §5). parent is the delegation the turn works for (nil
-// for a person's message or an ordinary reply); to is the chat where the
-// bot speaks, which becomes the hand-off's origin.
+// handoffAsk is what may hand work on: a person's message or a bot's
+// reply, said by a bot in a turn.
+type handoffAsk struct {
+	t sessions.Turn
+	// text is where triggers are looked for; extra are the hand-offs the
+	// turn's delegate actions asked for.
+	text  string
+	extra []brains.Handoff
+	// parent is the delegation the turn works for (nil for a person's
+	// message or an ordinary reply).
+	parent *delegation.Record
+	// to is the chat where the bot speaks, which becomes the hand-offs'
+	// origin.
+	to chat.Ref
+	// fromReply is set for a bot's own reply.
+	fromReply bool
+	// made are the files the turn produced: a delegate action may name
+	// them as inputs.
+	made []chat.Artifact
+}
+
+// handOffs turns the triggers in a.text and the delegate actions in
+// a.extra, said by bot, into delegations (SPEC §5).
 //
 // It returns what the bot should say about them — for a person's message
 // the acknowledgements and refusals, for a bot's own reply (fromReply)
 // only the refusals, since the reply already says what it hands on — and
-// ok false when text holds no trigger at all.
-func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sessions.Turn, text string, extra []brains.Handoff, parent *delegation.Record, to chat.Ref, fromReply bool) (say string, hs []sessions.Handoff, ok bool) {
+// ok false when there is no hand-off at all.
+func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, a handoffAsk) (say string, hs []sessions.Handoff, ok bool) {
+	t, text, parent, to, fromReply := a.t, a.text, a.parent, a.to, a.fromReply
 	var matches []delegation.Match
 	if parser, found := roster.Parser(bot.ID); found {
 		matches = parser.Find(text)
 	}
 	// Hand-offs the turn's delegate actions asked for go through the same
 	// checks.
-	for _, h := range extra {
-		m := delegation.Match{Written: h.Bot, At: true, Task: strings.TrimSpace(h.Task)}
+	for _, h := range a.extra {
+		m := delegation.Match{Written: h.Bot, At: true, Task: strings.TrimSpace(h.Task), Inputs: h.Inputs}
 		for _, e := range h.Expected {
 			m.Expected = append(m.Expected, delegation.Expected{Name: e.Name, MediaType: e.MediaType, Schema: e.Schema})
 		}
@@ -59,6 +80,7 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 		return "", nil, false
 	}
 	user := g.turnUser(bot, t)
+	space := handoffSpace(parent, g.turnSpace(ctx, t, user.ID))
 	depth, chain := 1, []string(nil)
 	if parent != nil {
 		depth = parent.Depth + 1
@@ -77,12 +99,14 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 			ID: "dlg-" + uuid.NewString(), Kind: delegation.KindHandoff, From: bot.ID, To: m.Bot,
 			UserID: user.ID, UserName: user.Name, Task: m.Task, Depth: depth, Status: delegation.StatusQueued,
 			Origin: to, OriginSender: originSender(t, parent, to), FromSession: t.Ref.SessionID, Expected: m.Expected,
+			Space: space,
 		}
 		if parent != nil {
 			rec.ParentID = parent.ID
 		}
 		target, known := roster.Bot(m.Bot)
 		var refusal *delegation.Refusal
+		var err error
 		if !known {
 			rec.To = m.Written
 			written := m.Written
@@ -93,6 +117,15 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, t sess
 			if m.Suggest == "" {
 				refusal.Reason = delegation.Unknown(written, "")
 			}
+		} else if rec.Inputs, err = g.resolveInputs(ctx, m.Inputs, a.made, parent, space); err != nil {
+			var ie *inputError
+			problem := "its input files could not be read just now"
+			if errors.As(err, &ie) {
+				problem = ie.Error()
+			} else {
+				g.log.Error("delegation inputs", "from", bot.ID, "to", target.ID, "err", err)
+			}
+			refusal = &delegation.Refusal{Code: delegation.RefusedInputs, Reason: fmt.Sprintf("I can't hand that to %s: %s.", target.Name, problem)}
 		} else {
 			err := g.policy.Admit(delegation.Request{
 				From: bot.ID, To: target.ID, FromName: bot.Name, ToName: target.Name, User: user.ID,

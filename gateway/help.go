@@ -73,7 +73,7 @@ func (g *Gateway) RequestHelp(ctx context.Context, a actions.Caller, bot, questi
 	rec := delegation.Record{
 		ID: "dlg-" + uuid.NewString(), Kind: delegation.KindHelp, From: from.ID, To: bot,
 		UserID: a.User, UserName: a.UserName, Task: question, Depth: depth, Status: delegation.StatusQueued,
-		Origin: a.Chat, OriginSender: a.Sender, FromSession: a.Session,
+		Origin: a.Chat, OriginSender: a.Sender, FromSession: a.Session, Space: a.Space,
 	}
 	rec.ParentID = a.Delegation
 	h := sessions.Handoff{Record: rec}
@@ -239,7 +239,7 @@ func (g *Gateway) helpFollowUp(ctx context.Context, log *slog.Logger, roster *Ro
 		o.Posts = append(o.Posts, g.post(bot, t, to, cmp.Or(text, attachedNote(o.Artifacts)), ""))
 	}
 	// The reply may hand work on, one deeper than the request.
-	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, asked, &d, to, true); ok {
+	if note, hs, ok := g.handOffs(ctx, roster, bot, handoffAsk{t: t, text: text, extra: asked, parent: &d, to: to, fromReply: true, made: o.Artifacts}); ok {
 		o.Handoffs = hs
 		if note != "" {
 			o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))

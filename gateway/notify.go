@@ -28,6 +28,10 @@ func (g *Gateway) notify(d delegation.Record) {
 	for _, fn := range g.delegationHooks {
 		fn(d)
 	}
+	// A hand-off that ended is a step of its space's artifact chain.
+	if g.sharedCtx != nil && d.Kind == delegation.KindHandoff && d.Space != "" && (d.Status == delegation.StatusDone || d.Status == delegation.StatusFailed) {
+		g.sharedCtx.Changed(d.Space)
+	}
 }
 
 // notifyUpdate reloads a delegation after a change and pushes it.

@@ -8,6 +8,7 @@ import (
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/outbox"
 	"github.com/switchboard-chat/switchboard/world/findings"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // Platform connects the gateway to one chat service (Telegram, Discord,
@@ -101,6 +102,9 @@ type Host interface {
 	// refused like RoomHistory), newest r.Limit oldest first, with the
 	// space's name.
 	Findings(ctx context.Context, r FindingsRequest) (space string, items []findings.Finding, err error)
+	// Context returns the shared context of a person's private space or
+	// of a room they may read (SPEC §10.7), refused like RoomHistory.
+	Context(ctx context.Context, r ContextRequest) (space string, c shared.Context, err error)
 	// Artifact returns an artifact with its content if platformID's
 	// person may read it: it is shown with a message that answers them
 	// or that is in a room they may read, or a hand-off for them made

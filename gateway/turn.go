@@ -67,7 +67,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 		return o
 	}
 	if t.Message.From.Kind == chat.Human {
-		if text, hs, ok := g.handOffs(ctx, roster, bot, t, t.Text, nil, nil, to, false); ok {
+		if text, hs, ok := g.handOffs(ctx, roster, bot, handoffAsk{t: t, text: t.Text, to: to}); ok {
 			// The acknowledgement carries the first hand-off's status.
 			id := ""
 			for _, h := range hs {
@@ -109,7 +109,7 @@ func (g *Gateway) ordinaryTurn(ctx context.Context, log *slog.Logger, roster *Ro
 	}
 	// A reply may itself hand work on (SPEC §1), in its text or by the
 	// turn's delegate actions.
-	if note, hs, ok := g.handOffs(ctx, roster, bot, t, text, asked, nil, to, true); ok {
+	if note, hs, ok := g.handOffs(ctx, roster, bot, handoffAsk{t: t, text: text, extra: asked, to: to, fromReply: true, made: o.Artifacts}); ok {
 		o.Handoffs = hs
 		if note != "" {
 			o.Posts = append(o.Posts, g.post(bot, t, to, note, ""))

@@ -138,7 +138,8 @@ func (g *Gateway) rootDelegation(ctx context.Context, d delegation.Record) deleg
 
 // bindWorld gives turn the shared world of its space: the actions of
 // its bot, bound to the turn (its bot, for its person, in its space,
-// speaking in where), the findings the bot may see, the insights of
+// speaking in where), the findings the bot may see, the space's shared
+// context (context.go), the insights of
 // other bots it finds (insights.go) and the gossip memories it has of
 // the person (gossip.go). A public bot takes no part: it gets
 // none of them. The returned actions (nil when none)
@@ -161,6 +162,7 @@ func (g *Gateway) bindWorld(ctx context.Context, log *slog.Logger, roster *Roste
 			})
 		}
 	}
+	g.sharedContext(ctx, log, roster, turn, space)
 	g.findInsights(ctx, log, roster, bot, turn)
 	g.gossipMemories(ctx, log, roster, bot, turn)
 	if g.actions == nil {

@@ -10,7 +10,7 @@ import (
 // templates, run against the data they really receive, and its rules'
 // actions against the action registry.
 func configChecks() []config.Option {
-	reg, err := newActions(nil, nil, nil)
+	reg, err := newActions(worldParts{})
 	if err != nil {
 		panic(err) // the registry's own actions: a mistake in this program
 	}

@@ -94,6 +94,8 @@ type Main struct {
 	ln      net.Listener
 	// insights are what bots noticed about people (SPEC §10.4).
 	insights *insights.Pool
+	// context keeps the spaces' shared context (SPEC §10.7).
+	context *shared.Keeper
 
 	// gossipBefore, set by tests, runs before each gossip delivery; an
 	// error leaves the delivery queued (gossip.Options.BeforeDeliver).
@@ -160,13 +162,15 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.board = findings.New(m.store, findings.Options{})
 	m.insights = insights.New(m.store, insights.Options{})
 	m.gossip = gossip.New(m.store, gossip.Options{Logger: m.Logger, BeforeDeliver: m.gossipBefore})
+	m.context = shared.NewKeeper(m.store, contextLimits(cfg))
 	registry := actions.New()
 	m.gw = gateway.New(gateway.Options{Store: m.store, Sessions: m.store, Outbox: m.store, Logger: m.Logger, Observer: m.obs,
-		Shared: m.cluster.shared(), Actions: registry, Findings: m.board, Insights: m.insights, Gossip: m.gossip})
-	if err := registerActions(registry, m.board, m.insights, m.gw); err != nil {
+		Shared: m.cluster.shared(), Actions: registry, Findings: m.board, Insights: m.insights, Gossip: m.gossip, Context: m.context})
+	if err := registerActions(registry, worldParts{board: m.board, pool: m.insights, keeper: m.context, helper: m.gw, reporter: m.gw}); err != nil {
 		return err
 	}
 	m.board.OnVisible(m.gw.FindingsVisible)
+	m.context.OnChange(m.gw.ContextChanged)
 	m.obs.gauges(m.gw.QueueDepth, m.store.OutboxPending)
 	m.brains.workRoot = filepath.Join(workBase(cfg), "switchboard-work")
 	m.mcp = mcpserver.New(mcpserver.Options{URL: mcpURL(m.ln.Addr()), Version: version, Logger: m.Logger})
@@ -192,7 +196,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	generated := m.adminToken()
 	m.web.SetAdminToken(m.AdminToken)
 	m.admin = &api.Server{Config: m.gw, Sessions: m.store, Delegations: m.gw, Artifacts: m.store, Conversations: m.store, Platforms: m.links,
-		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Gossip: m.gw, Chains: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
+		Instances: m.instances(), Findings: m.gw, Insights: m.gw, Gossip: m.gw, Chains: m.gw, Context: m.gw, Metrics: m.obs.Gatherer(), Token: m.AdminToken, Logger: m.Logger}
 	m.admin.SetSecureCookies(cfg.Gateway.Web.SecureCookies)
 	m.srv = &http.Server{
 		Handler:           m.routes(),

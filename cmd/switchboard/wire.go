@@ -54,7 +54,14 @@ func (m *Main) apply(cfg *config.Config) error {
 	m.board.SetInject(cfg.Shared.Findings.Inject)
 	m.insights.Configure(insightSettings(cfg))
 	m.gossip.Configure(gossipSettings(cfg))
+	m.context.SetLimits(contextLimits(cfg))
 	return nil
+}
+
+// contextLimits is shared.context.
+func contextLimits(cfg *config.Config) shared.Limits {
+	c := cfg.Shared.Context
+	return shared.Limits{Events: c.Events, Entities: c.Entities, Facts: c.Facts, MinConfidence: c.MinConfidence, Chain: c.Chain}
 }
 
 // insightSettings is shared.insights.

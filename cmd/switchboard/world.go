@@ -17,26 +17,39 @@ import (
 // insights on the store, and the action registry every brain kind
 // calls.
 
+// worldParts carry out the actions of the shared world; any may be nil
+// in a registry that only checks calls (switchboard check), whose
+// handlers never run.
+type worldParts struct {
+	board    *findings.Board
+	pool     *insights.Pool
+	keeper   *shared.Keeper
+	helper   actions.Helper
+	reporter actions.Reporter
+}
+
 // newActions is the action registry with every action the gateway
-// carries out: delegate (the registry's own), request_help by helper
-// (the gateway), post_finding on board, remember in pool. serve makes
-// the registry before the gateway that binds it, and registers into it
-// with registerActions once the gateway is made; check builds it with
-// neither helper, board nor pool, for checking scripts before any store
-// is open: its handlers are then never run. Both know the same actions.
-func newActions(board *findings.Board, pool *insights.Pool, helper actions.Helper) (*actions.Registry, error) {
+// carries out: delegate (the registry's own), request_help by the
+// helper (the gateway), post_finding on the board, remember in the pool,
+// add_event, add_entity and add_fact in the keeper and progress by the
+// reporter (the gateway). serve makes the registry before the gateway
+// that binds it, and registers into it with registerActions once the
+// gateway is made; check builds it from no parts, for checking scripts
+// before any store is open. Both know the same actions.
+func newActions(p worldParts) (*actions.Registry, error) {
 	reg := actions.New()
-	return reg, registerActions(reg, board, pool, helper)
+	return reg, registerActions(reg, p)
 }
 
 // registerActions registers in reg the actions newActions describes,
-// besides delegate, in the order SPEC §10.1 lists them.
-//
-// Register the actions of later features here (remember, add_event, …),
-// each from the package that carries it out, so that serve and check
-// know the same actions.
-func registerActions(reg *actions.Registry, board *findings.Board, pool *insights.Pool, helper actions.Helper) error {
-	for _, a := range []actions.Action{actions.Help(helper), findings.Action(board), insights.Action(pool)} {
+// besides delegate, in the order SPEC §10.1 lists them. Register the
+// actions of later features here, each from the package that carries
+// it out, so that serve and check know the same actions.
+func registerActions(reg *actions.Registry, p worldParts) error {
+	all := []actions.Action{actions.Help(p.helper), findings.Action(p.board), insights.Action(p.pool)}
+	all = append(all, shared.Actions(p.keeper)...)
+	all = append(all, actions.ProgressAction(p.reporter))
+	for _, a := range all {
 		if err := reg.Register(a); err != nil {
 			return err
 		}

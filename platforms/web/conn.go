@@ -363,6 +363,8 @@ func (c *conn) handle(f inFrame) error {
 		return c.handleInvite(ctx, f)
 	case "findings":
 		return c.handleFindings(ctx, f)
+	case "context":
+		return c.handleContext(ctx, f)
 	}
 	return badRequest(f.ClientID, "unknown type %q", f.Type)
 }

@@ -107,9 +107,9 @@ func checkFrame(f inFrame) (inFrame, error) {
 		if f.User == "" {
 			return f, badRequest(f.ClientID, "invite needs a user")
 		}
-	case "findings":
+	case "findings", "context":
 		if (f.Bot == "") == (f.Chat == "") {
-			return f, badRequest(f.ClientID, "findings needs exactly one of bot or chat")
+			return f, badRequest(f.ClientID, "%s needs exactly one of bot or chat", f.Type)
 		}
 		if f.Limit < 0 {
 			return f, badRequest(f.ClientID, "limit must not be negative")

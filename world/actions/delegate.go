@@ -3,6 +3,7 @@ package actions
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -18,7 +19,8 @@ const Delegate = "delegate"
 const maxOutputs = 32
 
 // delegateSchema is delegate's arguments: bot, task, expected_outputs?
-// (SPEC §10.1), as POST /api/v1/delegations takes them.
+// (SPEC §10.1), as POST /api/v1/delegations takes them, and inputs?, the
+// files handed with the task by name (SPEC §10.7).
 func delegateSchema() *jsonschema.Schema {
 	output := Object([]string{"name"},
 		Text("name", "The file name of the output, such as report.md: a name, never a path.", 255),
@@ -31,6 +33,12 @@ func delegateSchema() *jsonschema.Schema {
 		Property{"expected_outputs", &jsonschema.Schema{
 			Type: "array", Items: output, MaxItems: jsonschema.Ptr(maxOutputs),
 			Description: "Files the bot must produce; missing or invalid ones get it one corrective retry.",
+		}},
+		Property{"inputs", &jsonschema.Schema{
+			Type: "array", MaxItems: jsonschema.Ptr(maxOutputs),
+			Items: &jsonschema.Schema{Type: "string", MinLength: jsonschema.Ptr(1), MaxLength: jsonschema.Ptr(255)},
+			Description: "Files to hand the bot, by file name (competitors.json): files you produced in this turn, " +
+				"were handed, or that this conversation's artifact chain holds.",
 		}},
 	)
 }
@@ -74,6 +82,7 @@ type delegateArgs struct {
 		MediaType string         `json:"media_type"`
 		Schema    map[string]any `json:"schema"`
 	} `json:"expected_outputs"`
+	Inputs []string `json:"inputs"`
 }
 
 func handleDelegate(_ Context, call Call) (string, error) {
@@ -87,6 +96,16 @@ func handleDelegate(_ Context, call Call) (string, error) {
 		return "", &ArgumentError{Action: Delegate, Arg: "bot", Problem: "must name a bot"}
 	case h.Task == "":
 		return "", &ArgumentError{Action: Delegate, Arg: "task", Problem: "must not be blank"}
+	}
+	for i, name := range args.Inputs {
+		name = strings.TrimSpace(name)
+		// A name, or an artifact's ID; never a path (SPEC §12).
+		if err := brains.CheckArtifactName(name); err != nil {
+			return "", &ArgumentError{Action: Delegate, Arg: fmt.Sprintf("inputs[%d]", i), Problem: err.Error()}
+		}
+		if !slices.Contains(h.Inputs, name) {
+			h.Inputs = append(h.Inputs, name)
+		}
 	}
 	seen := map[string]bool{}
 	for i, o := range args.ExpectedOutputs {

@@ -47,38 +47,40 @@ const (
 // Event is one entry of a space's timeline.
 type Event struct {
 	// ID is given by the store; a later event has a greater ID.
-	ID    int64
-	Space string
+	ID    int64  `json:"id"`
+	Space string `json:"-"`
 	// Bot is the ID of the bot that added it.
-	Bot  string
-	Text string
-	Time time.Time
+	Bot  string    `json:"bot"`
+	Text string    `json:"text"`
+	Time time.Time `json:"time"`
 }
 
 // Entity is a named thing of a space and what the bots know of it.
 type Entity struct {
-	Space string
+	Space string `json:"-"`
 	// Name identifies it in its space, as written (case kept; two names
 	// that differ only in case are two entities).
-	Name string
+	Name string `json:"name"`
 	// Attributes is a JSON object: each add_entity merges its keys into
 	// it, a key given again replacing the value before.
-	Attributes json.RawMessage
+	Attributes json.RawMessage `json:"attributes"`
 	// UpdatedBy is the ID of the bot that added to it last.
-	UpdatedBy string
-	UpdatedAt time.Time
+	UpdatedBy string    `json:"updated_by"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Fact is a statement about a subject, with how sure its bot is. A
 // space holds one fact per subject and predicate: the newest.
 type Fact struct {
-	Space                      string
-	Subject, Predicate, Object string
+	Space     string `json:"-"`
+	Subject   string `json:"subject"`
+	Predicate string `json:"predicate"`
+	Object    string `json:"object"`
 	// Confidence is from 0 to 1.
-	Confidence float64
+	Confidence float64 `json:"confidence"`
 	// Bot is the ID of the bot that stated it.
-	Bot  string
-	Time time.Time
+	Bot  string    `json:"bot"`
+	Time time.Time `json:"time"`
 }
 
 // File is an artifact as the chain names it.
@@ -91,26 +93,28 @@ type File struct {
 // record of kind handoff (SPEC §10.7).
 type Step struct {
 	// Step numbers the space's steps from 1, in the order they ended.
-	Step         int
-	DelegationID string
+	Step         int    `json:"step"`
+	DelegationID string `json:"delegation_id"`
 	// Producer is the ID of the bot that did the work (the hand-off's
 	// target); Task what it was asked.
-	Producer, Task string
+	Producer string `json:"producer"`
+	Task     string `json:"task"`
 	// Inputs are the artifacts it was handed, Outputs those it produced,
 	// each in the order stored.
-	Inputs, Outputs []File
+	Inputs  []File `json:"inputs"`
+	Outputs []File `json:"outputs"`
 	// Status is done or failed.
-	Status string
+	Status string `json:"status"`
 	// Time is when it ended.
-	Time time.Time
+	Time time.Time `json:"time"`
 }
 
 // Context is what a space holds, each list oldest first.
 type Context struct {
-	Events   []Event
-	Entities []Entity
-	Facts    []Fact
-	Chain    []Step
+	Events   []Event  `json:"events"`
+	Entities []Entity `json:"entities"`
+	Facts    []Fact   `json:"facts"`
+	Chain    []Step   `json:"chain"`
 }
 
 // Empty reports whether c holds nothing.

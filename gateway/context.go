@@ -1,0 +1,287 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/chat"
+	"github.com/switchboard-chat/switchboard/delegation"
+	"github.com/switchboard-chat/switchboard/world"
+	"github.com/switchboard-chat/switchboard/world/actions"
+	"github.com/switchboard-chat/switchboard/world/shared"
+)
+
+// The shared context of spaces (SPEC §10.7) as the gateway takes part in
+// it: each turn sees its space's context and may read the files of its
+// artifact chain; a hand-off records its space, so that it becomes a
+// step of the chain when it ends; a delegated turn reports progress;
+// people and the operator read a space's context, and the platforms
+// that can show it live are told when it changes.
+
+// SpaceContext is the shared context of spaces (world/shared.Keeper) as
+// the gateway uses it.
+type SpaceContext interface {
+	// ForTurn reads a space's context within shared.context.
+	ForTurn(ctx context.Context, space string) (shared.Context, error)
+	// Read reads a space's context within l.
+	Read(ctx context.Context, space string, l shared.Limits) (shared.Context, error)
+	// Changed tells the watchers a space's context changed.
+	Changed(space string)
+}
+
+// ContextWatcher is implemented by platforms that show a space's shared
+// context live (the web widget's context frames, for rooms). It must
+// not block.
+type ContextWatcher interface {
+	ContextChanged(space world.Space, c shared.Context)
+}
+
+// viewLimits bound the context people and the operator read: more than a
+// prompt holds, every fact whatever its confidence.
+func viewLimits(n int) shared.Limits {
+	return shared.Limits{Events: n, Entities: n, Facts: n, Chain: n}
+}
+
+// maxContextView is the most of each list a read for people or the API
+// returns; defaultContextView what it returns when not told.
+const (
+	maxContextView     = 500
+	defaultContextView = 50
+)
+
+// ContextChanged reads space's context and shows it to the platforms
+// that show it live; give it to the keeper (Keeper.OnChange). Only a
+// group's context is shown live: a person's own is read on request.
+func (g *Gateway) ContextChanged(space string) {
+	sp, err := world.Parse(space)
+	if err != nil || sp.Kind != world.KindChat || g.sharedCtx == nil {
+		return
+	}
+	g.platformsMu.RLock()
+	var ws []ContextWatcher
+	for _, p := range g.platforms {
+		if w, ok := p.(ContextWatcher); ok {
+			ws = append(ws, w)
+		}
+	}
+	g.platformsMu.RUnlock()
+	if len(ws) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), noticeTimeout)
+	defer cancel()
+	c, err := g.sharedCtx.Read(ctx, space, viewLimits(defaultContextView))
+	if err != nil {
+		g.log.Warn("shared context to show", "space", space, "err", err)
+		return
+	}
+	for _, w := range ws {
+		w.ContextChanged(sp, c)
+	}
+}
+
+// sharedContext gives turn its space's shared context, with display
+// names, and the files of its chain. A context it cannot read leaves the
+// turn without one: no reason to leave the person unanswered.
+func (g *Gateway) sharedContext(ctx context.Context, log *slog.Logger, roster *Roster, turn *brains.Turn, space world.Space) {
+	if g.sharedCtx == nil {
+		return
+	}
+	c, err := g.sharedCtx.ForTurn(ctx, space.String())
+	if err != nil {
+		log.Error("shared context for a turn", "space", space.String(), "err", err)
+		return
+	}
+	if c.Empty() {
+		return
+	}
+	sc := &brains.SharedContext{}
+	for _, e := range c.Events {
+		sc.Events = append(sc.Events, brains.ContextEvent{Bot: roster.Name(e.Bot), BotID: e.Bot, Text: e.Text, Time: e.Time})
+	}
+	for _, e := range c.Entities {
+		sc.Entities = append(sc.Entities, brains.ContextEntity{Name: e.Name, Attributes: string(e.Attributes)})
+	}
+	for _, f := range c.Facts {
+		sc.Facts = append(sc.Facts, brains.ContextFact{
+			Subject: f.Subject, Predicate: f.Predicate, Object: f.Object, Confidence: f.Confidence, Bot: roster.Name(f.Bot), BotID: f.Bot,
+		})
+	}
+	files := chainFiles{store: g.store}
+	for _, st := range c.Chain {
+		step := brains.ChainStep{Step: st.Step, Producer: roster.Name(st.Producer), ProducerID: st.Producer, Task: st.Task, Status: st.Status}
+		for _, f := range st.Inputs {
+			step.Inputs = append(step.Inputs, brains.Artifact{ID: f.ID, Name: f.Name})
+			files.ids = append(files.ids, f.ID)
+		}
+		for _, f := range st.Outputs {
+			step.Outputs = append(step.Outputs, brains.Artifact{ID: f.ID, Name: f.Name})
+			files.ids = append(files.ids, f.ID)
+		}
+		sc.Chain = append(sc.Chain, step)
+	}
+	turn.Shared = sc
+	if len(files.ids) > 0 {
+		turn.Files = files
+	}
+}
+
+// chainFiles reads the artifacts of a turn's chain, and no others.
+type chainFiles struct {
+	store Store
+	ids   []string
+}
+
+// ReadFile implements brains.Files.
+func (f chainFiles) ReadFile(ctx context.Context, id string) ([]byte, error) {
+	if !slices.Contains(f.ids, id) {
+		return nil, fmt.Errorf("artifact %q is not in this turn's chain", id)
+	}
+	arts, err := f.store.Artifacts(ctx, []string{id})
+	if err != nil {
+		return nil, err
+	}
+	return arts[0].Content, nil
+}
+
+// handoffSpace is the space a hand-off made in turn t works in: the
+// space of the turn that makes it.
+func handoffSpace(parent *delegation.Record, space world.Space) string {
+	if parent != nil && parent.Space != "" {
+		return parent.Space
+	}
+	return space.String()
+}
+
+// resolveInputs maps what a delegate action names as inputs (file names,
+// or artifact IDs) to artifacts: the files the turn itself produced
+// first, then those it was handed, then the outputs of its space's chain,
+// the newest first. A name found nowhere is an error naming it.
+func (g *Gateway) resolveInputs(ctx context.Context, names []string, made []chat.Artifact, parent *delegation.Record, space string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var known []shared.File
+	for _, a := range made {
+		known = append(known, shared.File{ID: a.ID, Name: a.Name})
+	}
+	if parent != nil && len(parent.Inputs) > 0 {
+		arts, err := g.store.Artifacts(ctx, parent.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("the task's inputs: %w", err)
+		}
+		for _, a := range arts {
+			known = append(known, shared.File{ID: a.ID, Name: a.Name})
+		}
+	}
+	if g.sharedCtx != nil {
+		c, err := g.sharedCtx.Read(ctx, space, shared.Limits{Chain: maxContextView})
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range slices.Backward(c.Chain) {
+			known = append(known, st.Outputs...)
+			known = append(known, st.Inputs...)
+		}
+	}
+	var ids []string
+	for _, name := range names {
+		i := slices.IndexFunc(known, func(f shared.File) bool { return f.Name == name || f.ID == name })
+		if i < 0 {
+			return nil, &inputError{name: name}
+		}
+		if !slices.Contains(ids, known[i].ID) {
+			ids = append(ids, known[i].ID)
+		}
+	}
+	return ids, nil
+}
+
+// inputError is an input a hand-off names that is not there.
+type inputError struct{ name string }
+
+func (e *inputError) Error() string {
+	return fmt.Sprintf("there is no file %q in this conversation's artifact chain", e.name)
+}
+
+// ReportProgress implements actions.Reporter: it sets the progress of
+// the running hand-off c's turn works for, and pushes the change.
+func (g *Gateway) ReportProgress(ctx context.Context, c actions.Caller, p delegation.Progress) error {
+	d, err := g.store.Delegation(ctx, c.Delegation)
+	if err != nil {
+		return fmt.Errorf("progress: the task: %w", err)
+	}
+	if d.Kind != delegation.KindHandoff || d.To != c.Bot {
+		return fmt.Errorf("%w: progress: this turn works on no task handed to %s", brains.ErrActionRefused, c.Bot)
+	}
+	err = g.store.SetDelegationProgress(ctx, d.ID, p)
+	if errors.Is(err, delegation.ErrNotRunning) {
+		return fmt.Errorf("%w: progress: the task is %s, not running", brains.ErrActionRefused, d.Status)
+	}
+	if err != nil {
+		return fmt.Errorf("progress: %w", err)
+	}
+	d.Progress = &p
+	g.notify(d)
+	return nil
+}
+
+// ContextRequest is a person's request for a space's shared context
+// (the widget's context frame).
+type ContextRequest struct {
+	// Platform and PlatformID are the connection's.
+	Platform, PlatformID string
+	// Bot names the person's private space (their chat with that bot);
+	// Chat a room of Platform. Exactly one is set.
+	Bot, Chat string
+	Limit     int
+}
+
+// Context returns the shared context of the space a person asks for and
+// the space's name: their own private space, or a room they may read
+// (refused like RoomHistory otherwise).
+func (g *Gateway) Context(ctx context.Context, r ContextRequest) (string, shared.Context, error) {
+	if g.sharedCtx == nil {
+		return "", shared.Context{}, errors.New("shared context: none kept")
+	}
+	var space world.Space
+	switch {
+	case r.Bot != "":
+		b, ok := g.roster.Load().Bot(r.Bot)
+		if !ok || !b.On(r.Platform) {
+			return "", shared.Context{}, fmt.Errorf("context: %w: %q", ErrUnknownBot, r.Bot)
+		}
+		space = world.User(g.Resolve(r.PlatformID).ID)
+	default:
+		if _, err := g.enterRoom(ctx, r.Platform, r.Chat, r.PlatformID); err != nil {
+			return "", shared.Context{}, g.refused("context", r.Platform, r.Chat, r.PlatformID, err)
+		}
+		space = world.Chat(r.Platform, r.Chat)
+	}
+	c, err := g.sharedCtx.Read(ctx, space.String(), viewLimits(clampView(r.Limit)))
+	return space.String(), c, err
+}
+
+// SpaceContext reads a space's shared context for the admin API, at most
+// limit of each list (default 50, at most 500).
+func (g *Gateway) SpaceContext(ctx context.Context, space string, limit int) (shared.Context, error) {
+	if _, err := world.Parse(space); err != nil {
+		return shared.Context{}, fmt.Errorf("%w: space: %v", ErrBadRequest, err)
+	}
+	if g.sharedCtx == nil {
+		return shared.Context{}, errors.New("shared context: none kept")
+	}
+	return g.sharedCtx.Read(ctx, space, viewLimits(clampView(limit)))
+}
+
+// clampView is a requested list length within bounds.
+func clampView(n int) int {
+	if n <= 0 {
+		return defaultContextView
+	}
+	return min(n, maxContextView)
+}
