@@ -16,20 +16,24 @@ import (
 // delegationColumns is the select list scanDelegation reads.
 const delegationColumns = `id, kind, from_bot, to_bot, user_id, user_name, task, depth, COALESCE(parent_id, ''), status,
 	result, error, progress, origin_platform, origin_chat, origin_chat_type, origin_sender, COALESCE(from_session, ''),
-	expected_outputs, retries, created_at, updated_at`
+	expected_outputs, retries, created_at, updated_at, space, ended_at`
 
 func scanDelegation(row pgx.Row) (delegation.Record, error) {
 	var d delegation.Record
 	var chatType, expected, progress string
 	var created, updated int64
+	var ended *int64
 	err := row.Scan(&d.ID, &d.Kind, &d.From, &d.To, &d.UserID, &d.UserName, &d.Task, &d.Depth, &d.ParentID, &d.Status,
 		&d.Result, &d.Error, &progress, &d.Origin.Platform, &d.Origin.ID, &chatType, &d.OriginSender, &d.FromSession,
-		&expected, &d.Retries, &created, &updated)
+		&expected, &d.Retries, &created, &updated, &d.Space, &ended)
 	if err != nil {
 		return d, err
 	}
 	d.Origin.Type = chat.Type(chatType)
 	d.CreatedAt, d.UpdatedAt = fromMicros(created), fromMicros(updated)
+	if ended != nil {
+		d.EndedAt = fromMicros(*ended)
+	}
 	if expected != "" {
 		if err := json.Unmarshal([]byte(expected), &d.Expected); err != nil {
 			return d, fmt.Errorf("delegation %s expected outputs: %w", d.ID, err)
@@ -44,7 +48,8 @@ func scanDelegation(row pgx.Row) (delegation.Record, error) {
 	return d, nil
 }
 
-// insertDelegation stores a new record with its inputs.
+// insertDelegation stores a new record with its inputs. A record stored
+// final (refused) ended now.
 func (t *txn) insertDelegation(d delegation.Record, now int64) error {
 	var expected string
 	if len(d.Expected) > 0 {
@@ -66,10 +71,11 @@ func (t *txn) insertDelegation(d delegation.Record, now int64) error {
 	}
 	if _, err := t.exec(`INSERT INTO delegations (id, kind, from_bot, to_bot, user_id, user_name, task, depth,
 		parent_id, status, error, origin_platform, origin_chat, origin_chat_type, origin_sender, from_session,
-		expected_outputs, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)`,
+		expected_outputs, created_at, updated_at, space, ended_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18, $19, $20)`,
 		d.ID, d.Kind, d.From, d.To, d.UserID, d.UserName, d.Task, d.Depth, parent, d.Status, d.Error,
-		d.Origin.Platform, d.Origin.ID, string(d.Origin.Type), d.OriginSender, fromSession, expected, now); err != nil {
+		d.Origin.Platform, d.Origin.ID, string(d.Origin.Type), d.OriginSender, fromSession, expected, now,
+		d.Space, endedAt(d.Status, now)); err != nil {
 		return err
 	}
 	for i, a := range d.Inputs {
@@ -80,13 +86,24 @@ func (t *txn) insertDelegation(d delegation.Record, now int64) error {
 	return nil
 }
 
+// endedAt is the end time of a record given status at now: now for a
+// final status, NULL otherwise.
+func endedAt(status string, now int64) *int64 {
+	if (delegation.Record{Status: status}).Finished() {
+		return &now
+	}
+	return nil
+}
+
+// updateDelegation changes a record's status; the first final status
+// sets its end.
 func (t *txn) updateDelegation(u delegation.Update, now int64) error {
 	retry := 0
 	if u.Retry {
 		retry = 1
 	}
-	n, err := t.exec(`UPDATE delegations SET status = $1, result = $2, error = $3, retries = retries + $4, updated_at = $5
-		WHERE id = $6`, u.Status, u.Result, u.Error, retry, now, u.ID)
+	n, err := t.exec(`UPDATE delegations SET status = $1, result = $2, error = $3, retries = retries + $4, updated_at = $5,
+		ended_at = COALESCE(ended_at, $6) WHERE id = $7`, u.Status, u.Result, u.Error, retry, now, endedAt(u.Status, now), u.ID)
 	if err != nil {
 		return err
 	}
@@ -130,6 +147,36 @@ func (s *Store) UpdateDelegation(ctx context.Context, u delegation.Update) error
 	err := s.write(ctx, func(tx *txn) error { return tx.updateDelegation(u, micros(timeNow())) })
 	if err != nil {
 		return fmt.Errorf("store: update delegation: %w", err)
+	}
+	return nil
+}
+
+// SetDelegationProgress implements gateway.Store. The update is
+// announced to the other gateways like a change of status (the trigger
+// delegations_notify), which push the new progress to their watchers.
+func (s *Store) SetDelegationProgress(ctx context.Context, id string, p delegation.Progress) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("store: delegation progress: %w", err)
+	}
+	err = s.write(ctx, func(tx *txn) error {
+		n, err := tx.exec(`UPDATE delegations SET progress = $1, updated_at = $2 WHERE id = $3 AND status = 'running'`,
+			string(b), micros(timeNow()), id)
+		if err != nil || n == 1 {
+			return err
+		}
+		var status string
+		err = tx.scanOne(`SELECT status FROM delegations WHERE id = $1`, []any{id}, &status)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("delegation %s: %w", id, delegation.ErrNotFound)
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("delegation %s is %s: %w", id, status, delegation.ErrNotRunning)
+	})
+	if err != nil {
+		return fmt.Errorf("store: delegation progress: %w", err)
 	}
 	return nil
 }

@@ -302,6 +302,17 @@ func (t *txn) deleteVisitor(v string, cutoff int64, c *retention.Counts) error {
 	if _, err := t.exec(`DELETE FROM insights WHERE user_id = $1 AND created_at < $2`, v, cutoff); err != nil {
 		return err
 	}
+	// The shared context of their private space (SPEC §10.7), as its
+	// findings board.
+	for _, q := range []string{
+		`DELETE FROM context_events WHERE space = $1 AND created_at < $2`,
+		`DELETE FROM context_entities WHERE space = $1 AND updated_at < $2`,
+		`DELETE FROM context_facts WHERE space = $1 AND created_at < $2`,
+	} {
+		if _, err := t.exec(q, "user:"+v, cutoff); err != nil {
+			return err
+		}
+	}
 	// The gossip about them (SPEC §10.5); their deliveries go with it.
 	if _, err := t.exec(`DELETE FROM gossip_events WHERE user_id = $1 AND created_at < $2`, v, cutoff); err != nil {
 		return err

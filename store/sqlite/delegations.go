@@ -16,20 +16,24 @@ import (
 // delegationColumns is the select list scanDelegation reads.
 const delegationColumns = `id, kind, from_bot, to_bot, user_id, user_name, task, depth, COALESCE(parent_id, ''), status,
 	result, error, progress, origin_platform, origin_chat, origin_chat_type, origin_sender, COALESCE(from_session, ''),
-	expected_outputs, retries, created_at, updated_at`
+	expected_outputs, retries, created_at, updated_at, space, ended_at`
 
 func scanDelegation(row scanner) (delegation.Record, error) {
 	var d delegation.Record
 	var chatType, expected, progress string
 	var created, updated int64
+	var ended sql.NullInt64
 	err := row.Scan(&d.ID, &d.Kind, &d.From, &d.To, &d.UserID, &d.UserName, &d.Task, &d.Depth, &d.ParentID, &d.Status,
 		&d.Result, &d.Error, &progress, &d.Origin.Platform, &d.Origin.ID, &chatType, &d.OriginSender, &d.FromSession,
-		&expected, &d.Retries, &created, &updated)
+		&expected, &d.Retries, &created, &updated, &d.Space, &ended)
 	if err != nil {
 		return d, err
 	}
 	d.Origin.Type = chat.Type(chatType)
 	d.CreatedAt, d.UpdatedAt = fromMicros(created), fromMicros(updated)
+	if ended.Valid {
+		d.EndedAt = fromMicros(ended.Int64)
+	}
 	if expected != "" {
 		if err := json.Unmarshal([]byte(expected), &d.Expected); err != nil {
 			return d, fmt.Errorf("delegation %s expected outputs: %w", d.ID, err)
@@ -44,7 +48,8 @@ func scanDelegation(row scanner) (delegation.Record, error) {
 	return d, nil
 }
 
-// insertDelegation stores a new record with its inputs.
+// insertDelegation stores a new record with its inputs. A record stored
+// final (refused) ended now.
 func (t *txn) insertDelegation(d delegation.Record, now int64) error {
 	var expected string
 	if len(d.Expected) > 0 {
@@ -66,10 +71,11 @@ func (t *txn) insertDelegation(d delegation.Record, now int64) error {
 	}
 	if _, err := t.exec(`INSERT INTO delegations (id, kind, from_bot, to_bot, user_id, user_name, task, depth,
 		parent_id, status, error, origin_platform, origin_chat, origin_chat_type, origin_sender, from_session,
-		expected_outputs, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		expected_outputs, created_at, updated_at, space, ended_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.Kind, d.From, d.To, d.UserID, d.UserName, d.Task, d.Depth, parent, d.Status, d.Error,
-		d.Origin.Platform, d.Origin.ID, string(d.Origin.Type), d.OriginSender, fromSession, expected, now, now); err != nil {
+		d.Origin.Platform, d.Origin.ID, string(d.Origin.Type), d.OriginSender, fromSession, expected, now, now,
+		d.Space, endedAt(d.Status, now)); err != nil {
 		return err
 	}
 	for i, a := range d.Inputs {
@@ -80,13 +86,24 @@ func (t *txn) insertDelegation(d delegation.Record, now int64) error {
 	return nil
 }
 
+// endedAt is the end time of a record given status at now: now for a
+// final status, NULL otherwise.
+func endedAt(status string, now int64) any {
+	if (delegation.Record{Status: status}).Finished() {
+		return now
+	}
+	return nil
+}
+
+// updateDelegation changes a record's status; the first final status
+// sets its end.
 func (t *txn) updateDelegation(u delegation.Update, now int64) error {
 	retry := 0
 	if u.Retry {
 		retry = 1
 	}
-	res, err := t.exec(`UPDATE delegations SET status = ?, result = ?, error = ?, retries = retries + ?, updated_at = ?
-		WHERE id = ?`, u.Status, u.Result, u.Error, retry, now, u.ID)
+	res, err := t.exec(`UPDATE delegations SET status = ?, result = ?, error = ?, retries = retries + ?, updated_at = ?,
+		ended_at = COALESCE(ended_at, ?) WHERE id = ?`, u.Status, u.Result, u.Error, retry, now, endedAt(u.Status, now), u.ID)
 	if err != nil {
 		return err
 	}
@@ -137,6 +154,37 @@ func (s *Store) UpdateDelegation(ctx context.Context, u delegation.Update) error
 	err := s.write(ctx, func(tx *txn) error { return tx.updateDelegation(u, micros(timeNow())) })
 	if err != nil {
 		return fmt.Errorf("store: update delegation: %w", err)
+	}
+	return nil
+}
+
+// SetDelegationProgress implements gateway.Store.
+func (s *Store) SetDelegationProgress(ctx context.Context, id string, p delegation.Progress) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("store: delegation progress: %w", err)
+	}
+	err = s.write(ctx, func(tx *txn) error {
+		res, err := tx.exec(`UPDATE delegations SET progress = ?, updated_at = ? WHERE id = ? AND status = 'running'`,
+			string(b), micros(timeNow()), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var status string
+		err = tx.scanOne(`SELECT status FROM delegations WHERE id = ?`, []any{id}, &status)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("delegation %s: %w", id, delegation.ErrNotFound)
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("delegation %s is %s: %w", id, status, delegation.ErrNotRunning)
+	})
+	if err != nil {
+		return fmt.Errorf("store: delegation progress: %w", err)
 	}
 	return nil
 }

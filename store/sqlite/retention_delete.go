@@ -296,6 +296,17 @@ func (d *deleter) finish(v *visitor) error {
 	if err := d.exec(nil, `DELETE FROM insights WHERE user_id = ? AND created_at < ?`, v.id, d.p.cutoff); err != nil {
 		return err
 	}
+	// The shared context of their private space (SPEC §10.7), as its
+	// findings board.
+	for _, q := range []string{
+		`DELETE FROM context_events WHERE space = ? AND created_at < ?`,
+		`DELETE FROM context_entities WHERE space = ? AND updated_at < ?`,
+		`DELETE FROM context_facts WHERE space = ? AND created_at < ?`,
+	} {
+		if err := d.exec(nil, q, "user:"+v.id, d.p.cutoff); err != nil {
+			return err
+		}
+	}
 	// The gossip about them (SPEC §10.5), deliveries first: foreign keys
 	// are off here, so nothing cascades.
 	for _, q := range []string{

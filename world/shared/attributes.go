@@ -1,0 +1,78 @@
+package shared
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+)
+
+// An entity's attributes are kept in one written form on every store, so
+// that the prompt, the API and a copy between stores show the same text
+// whatever the store did to the JSON (PostgreSQL's jsonb adds spaces and
+// reorders keys): compact, the keys of every object sorted,
+// numbers as written, '<', '>' and '&' not escaped.
+
+// CanonicalAttributes returns the JSON object raw in the stores' written
+// form (compact, keys sorted), or an error if raw is not one JSON
+// object (an *InvalidError of the field "attributes").
+func CanonicalAttributes(raw json.RawMessage) (json.RawMessage, error) {
+	obj, err := decodeObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	return encodeCanonical(obj)
+}
+
+// MergeAttributes merges the JSON object add into the JSON object old
+// ("" or nil for none) key by key: each top-level key of add replaces
+// the same key of old (even with null), the other keys of old are kept.
+// The result is in the stores' written form; attributes that are not a
+// JSON object are an *InvalidError of the field "attributes".
+func MergeAttributes(old, add json.RawMessage) (json.RawMessage, error) {
+	merged := map[string]any{}
+	if len(bytes.TrimSpace(old)) > 0 {
+		o, err := decodeObject(old)
+		if err != nil {
+			return nil, err
+		}
+		merged = o
+	}
+	a, err := decodeObject(add)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(merged, a)
+	return encodeCanonical(merged)
+}
+
+// decodeObject reads one JSON object, its numbers as written. null, an
+// array or a scalar is not one (json.Unmarshal takes null for an empty
+// map), nor is anything after the object.
+func decodeObject(raw json.RawMessage) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, invalid("attributes", "not a JSON object")
+	}
+	d := json.NewDecoder(bytes.NewReader(trimmed))
+	d.UseNumber()
+	var obj map[string]any
+	if err := d.Decode(&obj); err != nil {
+		return nil, invalid("attributes", "not a JSON object: %v", err)
+	}
+	if d.InputOffset() != int64(len(trimmed)) {
+		return nil, invalid("attributes", "not one JSON object: something follows it")
+	}
+	return obj, nil
+}
+
+// encodeCanonical writes v compact with its keys sorted (what
+// encoding/json does with maps), without escaping HTML.
+func encodeCanonical(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
