@@ -39,9 +39,9 @@ bots:
         - match: '^fact: (\S+) (\S+) (\S+) (\S+)'
           reply: stated
           actions: [{add_fact: {subject: '{{index .Match 1}}', predicate: '{{index .Match 2}}', object: '{{index .Match 3}}', confidence: '{{index .Match 4}}'}}]
-        - match: '^bad fact'
+        - match: '^bad fact (\S+)'
           reply: tried
-          actions: [{add_fact: {subject: s, predicate: p, object: o, confidence: '1.5'}}]
+          actions: [{add_fact: {subject: s, predicate: p, object: o, confidence: '{{index .Match 1}}'}}]
       default: '?'
     platforms: {web: {}}
   - id: mapper
@@ -134,7 +134,7 @@ func TestSharedContextInRoom(t *testing.T) {
 		{"scribe", "fact: CompetitorX status draft 0.9", "stated"},
 		{"mapper", "fact: CompetitorX status final 0.8", "stated"},
 		{"scribe", "fact: CompetitorX rumour big 0.3", "stated"},
-		{"scribe", "bad fact", "tried"},
+		{"scribe", "bad fact 1.5", "tried"},
 		{"mapper", "progress", "tried"},
 	} {
 		if got := ann.say(plan, "@"+step.bot+" "+step.text, step.bot); got != step.want {

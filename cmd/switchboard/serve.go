@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // Shutdown budget (SPEC: everything within 10 s).

@@ -17,6 +17,7 @@ import (
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // store is everything serve uses of its store, SQLite's or PostgreSQL's:
@@ -28,6 +29,7 @@ type store interface {
 	retention.Store
 	findings.Store
 	insights.Store
+	shared.Store
 	gossip.Store
 	api.Sessions
 	api.Artifacts

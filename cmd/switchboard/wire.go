@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-chat/switchboard/platforms/telegram"
 	"github.com/switchboard-chat/switchboard/retention"
 	"github.com/switchboard-chat/switchboard/world/insights"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // apply turns a validated configuration into the gateway's roster and user

@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/insights"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // The shared world's wiring (SPEC §10): the findings board and the

@@ -227,7 +227,12 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 			delegationID = *d
 		}
 	}
-	// Hand-offs and the status change first, so the posts that mention
+	// The turn's files first: a hand-off may take them as inputs. They
+	// are attached to the turn's first message once it is stored.
+	if err := t.insertArtifacts(o.Artifacts, 0, delegationID, now); err != nil {
+		return err
+	}
+	// Hand-offs and the status change next, so the posts that mention
 	// them carry the status they lead to.
 	if o.Update != nil {
 		if err := t.updateDelegation(*o.Update, now); err != nil {
@@ -249,7 +254,7 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 			return err
 		}
 		if i == 0 {
-			if err := t.insertArtifacts(o.Artifacts, e.MessageID, delegationID, now); err != nil {
+			if err := t.attachArtifacts(o.Artifacts, e.MessageID); err != nil {
 				return err
 			}
 		}
@@ -260,11 +265,6 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 			e.Artifacts = described(o.Artifacts)
 		}
 		done.Outbox = append(done.Outbox, e)
-	}
-	if len(o.Posts) == 0 {
-		if err := t.insertArtifacts(o.Artifacts, 0, delegationID, now); err != nil {
-			return err
-		}
 	}
 	for _, n := range o.Notes {
 		id, err := t.insertMessage(0, n.Message)
@@ -335,6 +335,17 @@ func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID st
 		if _, err := t.exec(`INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content,
 			message_id, delegation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, content, msg, del, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attachArtifacts attaches stored artifacts to the message that first
+// showed them.
+func (t *txn) attachArtifacts(arts []chat.Artifact, msgID int64) error {
+	for _, a := range arts {
+		if _, err := t.exec(`UPDATE artifacts SET message_id = $1 WHERE id = $2`, msgID, a.ID); err != nil {
 			return err
 		}
 	}

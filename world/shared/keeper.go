@@ -1,7 +1,6 @@
 package shared
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -105,9 +104,6 @@ func (k *Keeper) AddEntity(ctx context.Context, space, bot, name string, attrs j
 	if err != nil {
 		return Entity{}, fmt.Errorf("shared context: add entity: %w", err)
 	}
-	if e.Attributes, err = Attributes(e.Attributes); err != nil {
-		return Entity{}, fmt.Errorf("shared context: entity %q as stored: %w", name, err)
-	}
 	k.Changed(space)
 	return e, nil
 }
@@ -153,7 +149,7 @@ func (k *Keeper) Read(ctx context.Context, space string, l Limits) (Context, err
 		return Context{}, fmt.Errorf("shared context of %s: %w", space, err)
 	}
 	for i, e := range c.Entities {
-		if sorted, err := Attributes(e.Attributes); err == nil {
+		if sorted, err := CanonicalAttributes(e.Attributes); err == nil {
 			c.Entities[i].Attributes = sorted
 		}
 		c.Entities[i].UpdatedAt = e.UpdatedAt.UTC()
@@ -188,19 +184,11 @@ func nonNil[T any](s []T) []T {
 }
 
 // Attributes checks that raw is a JSON object of at most MaxAttributes
-// bytes and returns it compact, its keys sorted.
+// bytes and returns it in the stores' written form (CanonicalAttributes).
 func Attributes(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, invalid("attributes", "must be a JSON object, such as {\"pricing\": \"$99/month\"}")
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, invalid("attributes", "must be a JSON object: %v", err)
-	}
-	out, err := json.Marshal(obj) // sorts the keys, compacts the values
+	out, err := CanonicalAttributes(raw)
 	if err != nil {
-		return nil, invalid("attributes", "must be a JSON object: %v", err)
+		return nil, err
 	}
 	if len(out) > MaxAttributes {
 		return nil, invalid("attributes", "must be at most %d bytes of JSON, got %d", MaxAttributes, len(out))
