@@ -18,7 +18,8 @@ type block struct {
 }
 
 // Titles of the fixed blocks, in the order they appear. The shared
-// findings (Turn.Findings, under FindingsHeading), the insights of
+// findings (Turn.Findings, under FindingsHeading), the space's shared
+// context (Turn.Shared, under SharedContextHeading), the insights of
 // other bots (Turn.Insights, under InsightsHeading), the gossip
 // memories (Turn.Memories, under MemoriesHeading) and the injected
 // context blocks (Turn.Context, under their own titles, upper-cased)
@@ -64,6 +65,7 @@ func blocks(t brains.Turn, opts Options) []block {
 		{title: TitleChat, body: chat(t)},
 		{title: TitleTeam, body: team(t.Team, opts.DelegateTool)},
 		sharedFindings(t.Findings),
+		sharedContext(t.Shared, opts.Workdir),
 		insights(t.Insights),
 		memories(t.Memories),
 	}
