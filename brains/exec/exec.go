@@ -13,7 +13,10 @@
 // Each session has a working directory under WorkRoot, named so that it
 // cannot be guessed (workdir.go), where a delegated task's input
 // artifacts are written before the run and from which the files the task
-// expects are collected after it. The program sees only PATH, HOME,
+// expects are collected after it. When the turn's space has an artifact
+// chain (SPEC §10.7), the newest output of each name of its steps is a
+// file under artifacts/ there, which the brain replaces every turn
+// (chainfiles.go). The program sees only PATH, HOME,
 // LANG, TMPDIR and the variables Config.Env names of the gateway's
 // environment; it runs as Config.RunAs when set, and every process it
 // starts is killed when the turn ends (see Containment).
@@ -208,6 +211,9 @@ func (b *Brain) Reply(ctx context.Context, t brains.Turn) (brains.Reply, error) 
 	}
 	dr, err := b.prepare(dir, t.Delegation)
 	if err != nil {
+		return brains.Reply{}, err
+	}
+	if err := b.placeArtifacts(ctx, log, dir, t.Shared, t.Files); err != nil {
 		return brains.Reply{}, err
 	}
 	// The turn's actions, for as long as it runs (both tries below).

@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 //	env              answer with the environment, one NAME=value a line
 //	mcp              answer with the MCP variables, then the mode and text of switchboard-mcp.json
 //	produce          write competitors.json (from notes.md) and summary.md
+//	artifacts        answer with what artifacts/ holds (artifactsListing)
+//	scribble         write mine.txt into artifacts/ (the gateway's directory)
 //	symlink=NAME     make NAME a symlink to a file outside the directory
 //	stderr=TEXT      print TEXT on stderr; stderrbytes=N prints N bytes
 //	exit=N           exit with status N after printing
@@ -116,6 +118,12 @@ func fakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			result += "no file"
 		}
 	}
+	if _, ok := opt["artifacts"]; ok {
+		result = artifactsListing()
+	}
+	if _, ok := opt["scribble"]; ok {
+		os.WriteFile(filepath.Join("artifacts", "mine.txt"), []byte("mine"), 0o600)
+	}
 	if _, ok := opt["produce"]; ok {
 		notes, _ := os.ReadFile("notes.md")
 		js, _ := json.Marshal(map[string]string{"notes": string(notes)})
@@ -150,6 +158,27 @@ func fakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return n
 	}
 	return 0
+}
+
+// artifactsListing describes artifacts/ in the working directory:
+// "dir MODE", then "NAME MODE CONTENT" a file, by name; "no artifacts"
+// when it is missing, "artifacts is MODE" when it is no directory.
+func artifactsListing() string {
+	fi, err := os.Lstat("artifacts")
+	switch {
+	case err != nil:
+		return "no artifacts"
+	case !fi.IsDir():
+		return "artifacts is " + fi.Mode().String()
+	}
+	lines := []string{fmt.Sprintf("dir %o", fi.Mode().Perm())}
+	entries, _ := os.ReadDir("artifacts")
+	for _, e := range entries {
+		info, _ := e.Info()
+		b, _ := os.ReadFile(filepath.Join("artifacts", e.Name()))
+		lines = append(lines, fmt.Sprintf("%s %o %s", e.Name(), info.Mode().Perm(), b))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // step advances the fake's per-session state file in the working

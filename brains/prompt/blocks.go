@@ -18,7 +18,8 @@ type block struct {
 }
 
 // Titles of the fixed blocks, in the order they appear. The shared
-// findings (Turn.Findings, under FindingsHeading), the insights of
+// findings (Turn.Findings, under FindingsHeading), the space's shared
+// context (Turn.Shared, under SharedContextHeading), the insights of
 // other bots (Turn.Insights, under InsightsHeading), the gossip
 // memories (Turn.Memories, under MemoriesHeading) and the injected
 // context blocks (Turn.Context, under their own titles, upper-cased)
@@ -63,9 +64,10 @@ func blocks(t brains.Turn, opts Options) []block {
 		{title: TitlePersona, body: persona(t.Bot)},
 		{title: TitleChat, body: chat(t)},
 		{title: TitleTeam, body: team(t.Team, opts.DelegateTool)},
-		{body: sharedFindings(t.Findings), own: true},
-		{body: insights(t.Insights), own: true},
-		{body: memories(t.Memories), own: true},
+		sharedFindings(t.Findings),
+		sharedContext(t.Shared, opts.Workdir),
+		insights(t.Insights),
+		memories(t.Memories),
 	}
 	for _, c := range t.Context {
 		title := strings.ToUpper(strings.TrimSpace(c.Title))
@@ -180,48 +182,45 @@ func team(mates []brains.Mate, tool bool) string {
 	return sb.String()
 }
 
+// headed is a block in a format SPEC §10 fixes: its heading, then its
+// lines; a block without lines is left out.
+func headed(heading string, lines []string) block {
+	if len(lines) == 0 {
+		return block{}
+	}
+	return block{body: heading + "\n" + strings.Join(lines, "\n"), own: true}
+}
+
 // sharedFindings is the findings board of the turn's space as SPEC
 // §10.2 writes it: a heading, then one numbered line a finding, oldest
 // first.
-func sharedFindings(fs []brains.Finding) string {
-	if len(fs) == 0 {
-		return ""
-	}
-	var sb strings.Builder
-	sb.WriteString(FindingsHeading)
+func sharedFindings(fs []brains.Finding) block {
+	lines := make([]string, len(fs))
 	for i, f := range fs {
-		fmt.Fprintf(&sb, "\n%d. [%s] %s: %s", i+1, f.Bot, f.Severity, indent(f.Text))
+		lines[i] = fmt.Sprintf("%d. [%s] %s: %s", i+1, f.Bot, f.Severity, indent(f.Text))
 	}
-	return sb.String()
+	return headed(FindingsHeading, lines)
 }
 
 // insights are the insights of other bots the turn found, as SPEC
 // §10.4 writes them: a heading, then a line an insight naming the bot
 // that noticed it.
-func insights(ins []brains.Insight) string {
-	if len(ins) == 0 {
-		return ""
+func insights(ins []brains.Insight) block {
+	lines := make([]string, len(ins))
+	for i, in := range ins {
+		lines[i] = fmt.Sprintf("- %s noticed: %s", in.Bot, indent(in.Text))
 	}
-	var sb strings.Builder
-	sb.WriteString(InsightsHeading)
-	for _, in := range ins {
-		fmt.Fprintf(&sb, "\n- %s noticed: %s", in.Bot, indent(in.Text))
-	}
-	return sb.String()
+	return headed(InsightsHeading, lines)
 }
 
 // memories are the gossip memories of the turn as SPEC §10.5 writes
 // them: a heading, then one line a memory, oldest first.
-func memories(ms []brains.Memory) string {
-	if len(ms) == 0 {
-		return ""
+func memories(ms []brains.Memory) block {
+	lines := make([]string, len(ms))
+	for i, m := range ms {
+		lines[i] = fmt.Sprintf("- %s told you: %s", m.From, indent(m.Text))
 	}
-	var sb strings.Builder
-	sb.WriteString(MemoriesHeading)
-	for _, m := range ms {
-		fmt.Fprintf(&sb, "\n- %s told you: %s", m.From, indent(m.Text))
-	}
-	return sb.String()
+	return headed(MemoriesHeading, lines)
 }
 
 // group is the group chat's recent talk, one labelled line a message.

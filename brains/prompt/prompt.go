@@ -1,11 +1,11 @@
 // Package prompt assembles what a model-backed brain sends for one turn:
 // a system part made of titled blocks in a fixed order (the bot's
 // persona, the chat, the team it may hand work to, the shared findings
-// of the turn's space, the gossip memories it has of the person,
-// context the gateway injects, the group's recent
-// talk, a delegated task and its outputs) and
-// the session's recent history as role-tagged messages, ending with the
-// new message.
+// and the shared context of the turn's space, the insights and gossip
+// memories other bots left about the person, context the gateway
+// injects, the group's recent talk, a delegated task and its outputs)
+// and the session's recent history as role-tagged messages, ending with
+// the new message.
 //
 // Every block is rendered as
 //
@@ -14,9 +14,11 @@
 //
 // so a model can tell them apart, and later features arrive as new
 // brains.Block values in Turn.Context without any change here. The
-// shared findings and the gossip memories are the exceptions: SPEC
-// §10.2 and §10.5 fix their blocks' formats, headings included
-// ("SHARED FINDINGS (newest last)", then "1. [Bot] severity: text" a
+// shared-world blocks are the exceptions: SPEC §10.2, §10.4, §10.5 and
+// §10.7 fix their formats, headings included ("SHARED FINDINGS (newest
+// last)", then "1. [Bot] severity: text" a line; "SHARED CONTEXT", then
+// a line each of events, entities, facts and the artifact chain;
+// "[INSIGHTS FROM OTHER CHARACTERS]", then "- Bot noticed: text" a
 // line; "[MEMORIES FROM OTHER CHARACTERS]", then "- Bot told you: text"
 // a line), which are kept as they are. Build is pure: the same Turn and
 // Options give the same Prompt, byte for byte, which the golden files in
@@ -45,7 +47,8 @@ type Options struct {
 	// exceed a budget they alone exceed. 0 means no budget.
 	TokenBudget int
 	// Workdir says the brain runs in a working directory: input artifacts
-	// are files there and expected outputs are to be written there.
+	// are files there, the artifact chain's outputs are files under
+	// ArtifactsDir, and expected outputs are to be written there.
 	// Without it, the contents of text inputs are put in the prompt.
 	Workdir bool
 	// DelegateTool says the brain offers the model a delegate(bot, task)

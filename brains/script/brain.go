@@ -12,9 +12,16 @@
 // about the person that relates to the message, oldest first, each with
 // .Bot, .BotID, .Kind, .Text and .Confidence), .Memories (the gossip
 // memories the bot has of the person, oldest first, each with .From, the
-// name of the bot that was told, and .Text), .Match (the winning rule's submatches,
-// index 0 the whole match; empty for the default reply) and
-// .Delegation. .Delegation is nil unless the turn was handed over by
+// name of the bot that was told, and .Text), .Context (the shared
+// context of the turn's space, SPEC §10.7: .Context.Events, each with
+// .Bot, .BotID, .Text and .Time; .Context.Entities, each with .Name and
+// .Attributes, a JSON object as text; .Context.Facts, each with
+// .Subject, .Predicate, .Object, .Confidence, .Bot and .BotID;
+// .Context.Chain, each step with .Step, .Producer, .ProducerID, .Task,
+// .Inputs and .Outputs (file names) and .Status, done or failed; every
+// list oldest first, empty but never missing when the space holds
+// nothing), .Match (the winning rule's submatches, index 0 the whole
+// match; empty for the default reply) and .Delegation. .Delegation is nil unless the turn was handed over by
 // another bot, so {{if .Delegation}} tests for it; when set it has .ID,
 // .From (the delegating bot's name), .FromID, .Task, .Depth and .Inputs
 // (each with .ID, .Name, .MediaType and .Content as a string). Reaching

@@ -39,7 +39,8 @@ type Finding struct {
 // with the wrong number of arguments, a {{template}} that is not defined,
 // a constant artifact name that is not a plain file name, and a template
 // that fails when run on sample turns (one ordinary, one delegated, each
-// with a message of history and a finding; .Match as long as the rule's
+// with a message of history, a finding, an insight, a memory and a
+// shared context of one item a list; .Match as long as the rule's
 // pattern has groups). Field names are checked on every branch of every template,
 // including those the samples do not take. Reaching into .Delegation
 // unguarded is not a problem here: a rule may be meant for delegated
@@ -162,6 +163,16 @@ func sampleTurns() []brains.Turn {
 		Findings:  []brains.Finding{{Bot: "Other Bot", BotID: "other-bot", Severity: "high", Text: "a finding", Stage: "sample"}},
 		Insights:  []brains.Insight{{Bot: "Other Bot", BotID: "other-bot", Kind: "epiphany", Text: "an insight", Confidence: 0.9}},
 		Memories:  []brains.Memory{{From: "Other Bot", Text: "Sam: a memory"}},
+		Shared: &brains.SharedContext{
+			Events:   []brains.ContextEvent{{Bot: "Other Bot", BotID: "other-bot", Text: "an event", Time: at}},
+			Entities: []brains.ContextEntity{{Name: "sample-entity", Attributes: `{"key":"value"}`}},
+			Facts:    []brains.ContextFact{{Subject: "Sample", Predicate: "is", Object: "a fact", Confidence: 0.9, Bot: "Other Bot", BotID: "other-bot"}},
+			Chain: []brains.ChainStep{{
+				Step: 1, Producer: "Other Bot", ProducerID: "other-bot", Task: "sample task", Status: "done",
+				Inputs:  []brains.Artifact{{ID: "sample-input", Name: "notes.txt"}},
+				Outputs: []brains.Artifact{{ID: "sample-output", Name: "result.json"}},
+			}},
+		},
 	}
 	delegated := plain
 	delegated.Group = true

@@ -34,6 +34,10 @@ type data struct {
 	// Memories are the gossip memories the bot has of the person (SPEC
 	// §10.5), oldest first.
 	Memories []memory
+	// Context is the shared context of the turn's space (SPEC §10.7),
+	// always there: its lists are empty when the space holds nothing,
+	// so {{range .Context.Facts}} needs no guard.
+	Context sharedContext
 	// Delegation is nil unless the turn was handed over by another bot,
 	// so {{if .Delegation}} and {{with .Delegation}} test for it.
 	Delegation *delegation
@@ -71,6 +75,66 @@ type insight = brains.Insight
 // memory is one gossip memory: .From (the name of the bot that was
 // told) and .Text, as brains.Memory has them.
 type memory = brains.Memory
+
+// sharedContext is the shared context of the turn's space, each list
+// oldest first.
+type sharedContext struct {
+	Events   []contextEvent
+	Entities []contextEntity
+	Facts    []contextFact
+	Chain    []chainStep
+}
+
+// contextEvent is an entry of the space's timeline: .Bot (the adding
+// bot's name), .BotID, .Text and .Time, as brains.ContextEvent has them.
+type contextEvent = brains.ContextEvent
+
+// contextEntity is a named thing: .Name and .Attributes, a JSON object
+// as text ({"pricing":"$99/month"}), as brains.ContextEntity has them.
+type contextEntity = brains.ContextEntity
+
+// contextFact is a statement: .Subject, .Predicate, .Object,
+// .Confidence (0 to 1), .Bot (the stating bot's name) and .BotID, as
+// brains.ContextFact has them.
+type contextFact = brains.ContextFact
+
+// chainStep is a hand-off that ended in the space. Inputs and Outputs
+// are file names: a template prints them, and the contents are the
+// exec brain's to hand over.
+type chainStep struct {
+	// Step numbers the space's steps from 1.
+	Step int
+	// Producer is the working bot's display name, ProducerID its ID.
+	Producer, ProducerID string
+	Task                 string
+	Inputs, Outputs      []string
+	// Status is done or failed.
+	Status string
+}
+
+// newSharedContext is c as templates see it; nil gives empty lists.
+func newSharedContext(c *brains.SharedContext) sharedContext {
+	if c.Empty() {
+		return sharedContext{}
+	}
+	sc := sharedContext{Events: c.Events, Entities: c.Entities, Facts: c.Facts}
+	for _, s := range c.Chain {
+		sc.Chain = append(sc.Chain, chainStep{
+			Step: s.Step, Producer: s.Producer, ProducerID: s.ProducerID, Task: s.Task,
+			Inputs: artifactNames(s.Inputs), Outputs: artifactNames(s.Outputs), Status: s.Status,
+		})
+	}
+	return sc
+}
+
+// artifactNames lists the artifacts' names.
+func artifactNames(arts []brains.Artifact) []string {
+	var names []string
+	for _, a := range arts {
+		names = append(names, a.Name)
+	}
+	return names
+}
 
 // input is an artifact handed over with a delegation; Content is text so
 // templates can print it.
@@ -218,6 +282,7 @@ func newData(t brains.Turn, match []string) *data {
 		Bot:      person{ID: t.Bot.ID, Name: t.Bot.Name},
 		Platform: t.Platform,
 		Group:    t.Group,
+		Context:  newSharedContext(t.Shared),
 		Match:    match,
 	}
 	if len(t.History) > 0 {
