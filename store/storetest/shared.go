@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -421,5 +422,52 @@ func testDelegationProgress(t *testing.T, f Factory) {
 	s = f.Reopen(t, s)
 	if d, err := s.Delegation(ctx, "dlg-p"); err != nil || !d.EndedAt.Equal(ended) || d.Space != lab || d.Progress == nil {
 		t.Errorf("record after a reopen = %+v, %v", d, err)
+	}
+}
+
+// testSharedConcurrentMerge: merges into one entity at once keep every
+// key each brought; facts put at once on one subject and predicate
+// leave one of them.
+func testSharedConcurrentMerge(t *testing.T, f Factory) {
+	ctx := context.Background()
+	s := f.New(t)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := s.MergeEntity(ctx, shared.Entity{Space: lab, Name: "competitor-x", UpdatedBy: fmt.Sprint("bot", i),
+				Attributes: json.RawMessage(fmt.Sprintf(`{"k%d":%d,"last":%d}`, i, i, i))})
+			errs <- err
+			_, err = s.PutFact(ctx, shared.Fact{Space: lab, Subject: "CompetitorX", Predicate: "pricing",
+				Object: fmt.Sprint(i), Confidence: 1, Bot: fmt.Sprint("bot", i)})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := sharedContext(t, s, lab, all)
+	if len(c.Entities) != 1 {
+		t.Fatalf("entities = %q", entityLines(c.Entities))
+	}
+	var attrs map[string]int
+	if err := json.Unmarshal(c.Entities[0].Attributes, &attrs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if attrs[fmt.Sprint("k", i)] != i {
+			t.Errorf("attributes %s lack k%d", c.Entities[0].Attributes, i)
+		}
+	}
+	if last := fmt.Sprint("bot", attrs["last"]); len(attrs) != n+1 || c.Entities[0].UpdatedBy != last {
+		t.Errorf("attributes %s by %s: want the last merge's, by %s", c.Entities[0].Attributes, c.Entities[0].UpdatedBy, last)
+	}
+	if len(c.Facts) != 1 {
+		t.Errorf("facts = %q, want one", factLines(c.Facts))
 	}
 }

@@ -107,6 +107,7 @@ func Run(t *testing.T, f Factory) {
 		{"GossipRetention", testGossipRetention},
 		{"SharedContext", testSharedContext},
 		{"SharedChain", testSharedChain},
+		{"SharedConcurrentMerge", testSharedConcurrentMerge},
 		{"DelegationProgress", testDelegationProgress},
 	}
 	for _, tc := range tests {
