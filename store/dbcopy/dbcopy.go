@@ -29,6 +29,7 @@ import (
 
 	"github.com/switchboard-chat/switchboard/store/postgres"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // Count is how many rows of a table a copy wrote.
@@ -364,6 +365,12 @@ func copyTable(ctx context.Context, t table, src db, rtx *sql.Tx, dst db, wtx *s
 			return n, err
 		}
 		for i, c := range t.cols {
+			if slices.Contains(t.objects, c) {
+				if vals[i], err = object(vals[i], dst.postgres); err != nil {
+					return n, fmt.Errorf("row %v: %s: %w", vals[0], c, err)
+				}
+				continue
+			}
 			vals[i] = convert(vals[i], slices.Contains(t.bools, c), t.name == "meta" && c == "value", dst.postgres)
 		}
 		if parent >= 0 && vals[parent] != nil {
@@ -424,6 +431,31 @@ func convert(v any, boolean, bytes, toPostgres bool) any {
 		}
 	}
 	return v
+}
+
+// object makes a JSON object read from either store (JSONB's bytes,
+// SQLite's text) the text the target's column takes, as its store writes
+// it: in the written form of shared.CanonicalAttributes, without NUL for
+// PostgreSQL.
+func object(v any, toPostgres bool) (any, error) {
+	var raw []byte
+	switch x := v.(type) {
+	case string:
+		raw = []byte(x)
+	case []byte:
+		raw = x
+	default:
+		return nil, fmt.Errorf("a JSON object read as %T", v)
+	}
+	write := shared.CanonicalAttributes
+	if toPostgres {
+		write = postgres.StorableAttributes
+	}
+	b, err := write(raw)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
 }
 
 // moveSequences moves each identity column's sequence past the copied

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // TestRoundTrip copies a SQLite store holding some of everything to
@@ -97,6 +98,18 @@ func TestRoundTrip(t *testing.T) {
 		len(found) != 1 || found[0].Bot != "matty" {
 		t.Errorf("insights found on the PostgreSQL copy = %+v, %v", found, err)
 	}
+	// The shared context reads the same: the attributes in their
+	// written form, the chain from the copied delegations.
+	c, err := p.SharedContext(ctx, "chat:web:lobby", shared.Limits{Events: 5, Entities: 5, Facts: 5, Chain: 5})
+	wantAttrs := `{"nested":{"a":"é<&>","zz":1.50},"none":null,"pricing":"$99/month","tags":["a","b"]}`
+	if err != nil || len(c.Events) != 1 || len(c.Entities) != 1 || string(c.Entities[0].Attributes) != wantAttrs || len(c.Facts) != 1 {
+		t.Errorf("the lobby's context on the PostgreSQL copy = %+v, %v", c, err)
+	}
+	c, err = p.SharedContext(ctx, "user:ann", shared.Limits{Chain: 5})
+	if err != nil || len(c.Chain) != 1 || c.Chain[0].DelegationID != "dlg-1" || c.Chain[0].Time.IsZero() ||
+		len(c.Chain[0].Inputs) != 1 || c.Chain[0].Inputs[0].ID != "art-1" || len(c.Chain[0].Outputs) != 1 || c.Chain[0].Outputs[0].ID != "art-2" {
+		t.Errorf("ann's chain on the PostgreSQL copy = %+v, %v", c.Chain, err)
+	}
 	// A gateway running on a database: a copy from it is refused.
 	m, err := p.Join(ctx, "gw:8080")
 	if err != nil {
@@ -138,6 +151,7 @@ type store interface {
 	findings.Store
 	insights.Store
 	gossip.Store
+	shared.Store
 	Secret(ctx context.Context, name string, n int) ([]byte, error)
 }
 
@@ -206,7 +220,7 @@ func fill(t *testing.T, s store) []byte {
 		return sessions.Outcome{Turn: turn.Ref, Posts: []sessions.Post{p}, Handoffs: []sessions.Handoff{{
 			Record: delegation.Record{ID: "dlg-1", From: "matty", To: "finn", UserID: "ann", UserName: "Ann", Task: "build it",
 				Depth: 1, Status: delegation.StatusQueued, Origin: turn.Message.Chat(), OriginSender: "web-ann", FromSession: session,
-				Inputs: []string{"art-1"}, Expected: []delegation.Expected{{Name: "out.txt"}}},
+				Inputs: []string{"art-1"}, Expected: []delegation.Expected{{Name: "out.txt"}}, Space: "user:ann"},
 			Target: sessions.Key{Bot: "finn", Scope: sessions.ScopeUser, ScopeID: "ann"}, Wrapper: "DELEGATED TASK: build it",
 		}}}
 	})
@@ -280,6 +294,16 @@ func fill(t *testing.T, s store) []byte {
 	_, err = s.DeliverMemory(ctx, gossip.Delivery{Event: ev, Bot: "finn"}, chat.Message{Kind: chat.KindSystem,
 		From: chat.Party{Kind: chat.System, ID: "matty", Name: gossip.NoteFrom}, UserID: "ann", Bot: "finn",
 		Text: gossip.NoteText("Matty", ev), Time: now()})
+	must(err)
+	// The shared context of the lobby (SPEC §10.7); dlg-1, done in
+	// ann's space, is a step of hers.
+	_, err = s.AddEvent(ctx, shared.Event{Space: "chat:web:lobby", Bot: "matty", Text: "started ✓", Time: now()})
+	must(err)
+	_, err = s.MergeEntity(ctx, shared.Entity{Space: "chat:web:lobby", Name: "competitor-x", UpdatedBy: "finn", UpdatedAt: now(),
+		Attributes: []byte(`{"pricing": "$99/month", "tags": ["a", "b"], "nested": {"zz": 1.50, "a": "é<&>"}, "none": null}`)})
+	must(err)
+	_, err = s.PutFact(ctx, shared.Fact{Space: "chat:web:lobby", Subject: "CompetitorX", Predicate: "pricing_valid", Object: "true",
+		Confidence: 0.95, Bot: "priest", Time: now()})
 	must(err)
 	return secret
 }

@@ -8,6 +8,9 @@ type table struct {
 	// bools are the columns that are BOOLEAN on PostgreSQL and 0 or 1 on
 	// SQLite.
 	bools []string
+	// objects are the columns that are JSONB on PostgreSQL and TEXT on
+	// SQLite, each a JSON object.
+	objects []string
 	// order is the ORDER BY of the source's rows; sqliteOrder, when set,
 	// replaces it on SQLite.
 	order, sqliteOrder string
@@ -38,7 +41,7 @@ var tables = []table{
 	{name: "session_messages", cols: []string{"session_id", "message_id"}, order: "session_id, message_id"},
 	{name: "delegations", cols: []string{"id", "kind", "from_bot", "to_bot", "user_id", "user_name", "task", "depth",
 		"parent_id", "status", "result", "error", "progress", "origin_platform", "origin_chat", "origin_chat_type",
-		"origin_sender", "from_session", "expected_outputs", "retries", "created_at", "updated_at"},
+		"origin_sender", "from_session", "expected_outputs", "retries", "created_at", "updated_at", "space", "ended_at"},
 		order: "created_at, id"},
 	{name: "artifacts", cols: []string{"id", "name", "media_type", "size", "sha256", "producer", "content",
 		"message_id", "delegation_id", "created_at"}, order: "created_at, id"},
@@ -75,4 +78,11 @@ var tables = []table{
 		"depth", "status", "reason", "created_at", "updated_at"}, order: "id", identity: "id"},
 	{name: "gossip_deliveries", cols: []string{"event_id", "bot", "user_id", "status", "reason", "message_id", "delivered_at"},
 		order: "event_id, bot"},
+	// The shared context (SPEC §10.7); the artifact chain is the
+	// delegations'.
+	{name: "context_events", cols: []string{"id", "space", "bot", "text", "created_at"}, order: "id", identity: "id"},
+	{name: "context_entities", cols: []string{"space", "name", "attributes", "updated_by", "updated_at"},
+		objects: []string{"attributes"}, order: "space, name"},
+	{name: "context_facts", cols: []string{"space", "subject", "predicate", "object", "confidence", "bot", "created_at"},
+		order: "space, subject, predicate"},
 }

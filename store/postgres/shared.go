@@ -47,10 +47,7 @@ func (s *Store) AddEvent(ctx context.Context, e shared.Event) (shared.Event, err
 // into the stored ones under the row's lock, so two merges into one
 // entity, from two gateways too, keep the keys of both.
 func (s *Store) MergeEntity(ctx context.Context, e shared.Entity) (shared.Entity, error) {
-	add, err := shared.CanonicalAttributes(e.Attributes)
-	if err == nil {
-		add, err = withoutNUL(add)
-	}
+	add, err := StorableAttributes(e.Attributes)
 	if err != nil {
 		return shared.Entity{}, fmt.Errorf("store: merge entity: %w", err)
 	}
@@ -75,12 +72,15 @@ func (s *Store) MergeEntity(ctx context.Context, e shared.Entity) (shared.Entity
 	return e, nil
 }
 
-// withoutNUL returns attributes (in the written form) with each NUL
-// character of their strings and keys made U+FFFD, as the store does
-// with text: jsonb holds no NUL either.
-func withoutNUL(attrs json.RawMessage) (json.RawMessage, error) {
-	if !bytes.Contains(attrs, []byte(`\u0000`)) {
-		return attrs, nil
+// StorableAttributes returns the JSON object attrs as the store writes
+// it: in the written form of shared.CanonicalAttributes, with each NUL
+// character of its strings and keys made U+FFFD, as the store does with
+// text (jsonb holds no NUL either). Attributes that are not a JSON
+// object are an error wrapping shared.ErrInvalid.
+func StorableAttributes(attrs json.RawMessage) (json.RawMessage, error) {
+	attrs, err := shared.CanonicalAttributes(attrs)
+	if err != nil || !bytes.Contains(attrs, []byte(`\u0000`)) {
+		return attrs, err
 	}
 	d := json.NewDecoder(bytes.NewReader(attrs))
 	d.UseNumber()

@@ -18,8 +18,8 @@ import (
 
 var _ shared.Store = (*Store)(nil)
 
-// storedTime is the time a row is stored with: t, or the store's clock when t is
-// zero, at whole microseconds.
+// storedTime is the time a row is stored with: t, or the store's clock
+// when t is zero, at whole microseconds.
 func storedTime(t time.Time) time.Time {
 	if t.IsZero() {
 		t = timeNow()
@@ -160,8 +160,8 @@ func (t *txn) entities(space string, limit int) ([]shared.Entity, error) {
 			return e, err
 		}
 		e.UpdatedAt = fromMicros(updated)
-		// Stored in the written form, unless copied from PostgreSQL by
-		// an older copy: read into it either way.
+		// Stored in the written form already; read into it all the
+		// same, so that a row written otherwise (by hand) reads alike.
 		var err error
 		if e.Attributes, err = shared.CanonicalAttributes(json.RawMessage(attrs)); err != nil {
 			return e, fmt.Errorf("entity %q: %w", e.Name, err)

@@ -181,6 +181,13 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	// What bots noticed about the old visitor, and about ann.
 	addInsight(t, s, insight(old, "matty", "the old visitor likes trains", 0.9))
 	addInsight(t, s, insight("ann", "matty", "ann likes trains", 0.9))
+	// The shared context of the old visitor's private space, and of
+	// ann's.
+	for _, space := range []string{"user:" + old, "user:ann"} {
+		addEvent(t, s, space, "matty", "an event of "+space)
+		mergeEntity(t, s, space, "trip", "matty", `{"to":"Oslo"}`)
+		putFact(t, s, space, "trip", "booked", "yes", 0.9, "matty")
+	}
 
 	// The cutoff is the real time: the store dates joins by its own
 	// clock. An active visitor, seen after it.
@@ -291,6 +298,12 @@ func testRetentionVisitors(t *testing.T, f Factory) {
 	}
 	if got := searchTexts(t, s, "ann", "finn", "trains", 0, 10); !slices.Equal(got, []string{"ann likes trains"}) {
 		t.Errorf("insights about ann = %q", got)
+	}
+	if c := sharedContext(t, s, "user:"+old, all); !c.Empty() {
+		t.Errorf("old visitor's shared context kept: %+v", c)
+	}
+	if c := sharedContext(t, s, "user:ann", all); len(c.Events) != 1 || len(c.Entities) != 1 || len(c.Facts) != 1 {
+		t.Errorf("ann's shared context = %+v", c)
 	}
 	turn = nextTurn(t, s, busyRes.Turns[0].SessionID)
 	if turn.Message.Text != "slow one" {

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-chat/switchboard/world/findings"
 	"github.com/switchboard-chat/switchboard/world/gossip"
 	"github.com/switchboard-chat/switchboard/world/insights"
+	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
 // Store is everything a store implements: the contracts of the gateway,
@@ -27,6 +28,7 @@ type Store interface {
 	findings.Store
 	insights.Store
 	gossip.Store
+	shared.Store
 	// GetSession returns the session with id, or an error wrapping
 	// sessions.ErrNotFound.
 	GetSession(ctx context.Context, id string) (sessions.Session, error)
@@ -103,6 +105,10 @@ func Run(t *testing.T, f Factory) {
 		{"Memories", testMemories},
 		{"MessagesFrom", testMessagesFrom},
 		{"GossipRetention", testGossipRetention},
+		{"SharedContext", testSharedContext},
+		{"SharedChain", testSharedChain},
+		{"SharedConcurrentMerge", testSharedConcurrentMerge},
+		{"DelegationProgress", testDelegationProgress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, f) })
