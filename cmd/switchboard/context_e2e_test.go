@@ -153,20 +153,11 @@ func TestSharedContextInRoom(t *testing.T) {
 		t.Fatalf("model said %q", got)
 	}
 	system := model.lastSystem()
-	for _, line := range []string{
-		"SHARED CONTEXT",
-		"kickoff held",
-		`competitor-x {"api":"REST","pricing":"$89/month"}`,
-		"CompetitorX status final (0.8, Mapper)",
-	} {
-		if !strings.Contains(system, line) {
-			t.Errorf("the model's system message lacks %q:\n%s", line, system)
-		}
-	}
-	for _, absent := range []string{"draft", "rumour"} {
-		if strings.Contains(system, absent) {
-			t.Errorf("the model's system message holds %q:\n%s", absent, system)
-		}
+	block := "SHARED CONTEXT\nEvents: Scribe: kickoff held\n" +
+		`Entities: competitor-x {"api":"REST","pricing":"$89/month"}` + "\n" +
+		"Facts: CompetitorX status final (0.8, Mapper)\n\n"
+	if !strings.Contains(system, block) {
+		t.Errorf("the model's system message lacks the block\n%s\nin\n%s", block, system)
 	}
 
 	// The operator sees every fact, whatever its confidence; the bad
@@ -298,6 +289,11 @@ func runWorkedExample(t *testing.T, dir string, execAuditor bool) {
 		t.Errorf("progress frames = %q, want %q (all frames %v)", progress, wantProgress, frames)
 	}
 	if execAuditor {
+		if replies["auditor"] == "" {
+			// The reply may come after its hand-off's status.
+			f := c.messageWhere(func(f map[string]any) bool { return f["from"].(map[string]any)["id"] == "auditor" })
+			replies["auditor"] = f["text"].(string)
+		}
 		if r := replies["auditor"]; !strings.Contains(r, "Validated from artifacts/: api-comparison.json competitors.json") {
 			t.Errorf("the exec auditor said %q", r)
 		}

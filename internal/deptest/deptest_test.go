@@ -27,15 +27,15 @@ var allowed = map[string][]string{
 	"delegation":         {"chat"},
 	"outbox":             {"chat", "delegation"},
 	"sessions":           {"chat", "delegation", "outbox"},
-	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world", "world/actions", "world/chains", "world/findings", "world/gossip", "world/insights"},
+	"gateway":            {"brains", "chat", "delegation", "identity", "outbox", "sessions", "world", "world/actions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
 	"retention":          nil,
 	"download":           {"chat"},
 	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
 	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
 	"store/dbcopy":       {"store/postgres", "store/sqlite", "world/shared"},
 	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
-	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world", "world/chains", "world/findings", "world/gossip", "world/insights"},
-	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox", "world", "world/findings"},
+	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
+	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox", "world", "world/findings", "world/shared"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
 	"platforms/discord":  {"chat", "delegation", "gateway", "outbox"},
 	"brains/script":      {"brains"},
@@ -52,20 +52,21 @@ var allowed = map[string][]string{
 	"mcpserver": {"brains"},
 
 	// The shared world (SPEC §10): spaces, the action registry, the
-	// findings board, insights, bot-to-bot chains. Core packages: no
-	// store, platform or brain kind.
+	// findings board, insights, bot-to-bot chains, the shared context.
+	// Core packages: no store, platform or brain kind.
 	"world":          nil,
 	"world/actions":  {"brains", "chat", "delegation"},
 	"world/chains":   nil,
 	"world/findings": {"world", "world/actions"},
 	"world/insights": {"world/actions"},
 	"world/gossip":   {"brains", "chat"},
+	"world/shared":   {"world", "world/actions"},
 }
 
 // core lists the packages that must stay free of drivers and libraries of
 // the outside world, which forbiddenOutside names.
 var core = []string{"chat", "identity", "delegation", "outbox", "sessions", "gateway", "brains", "retention",
-	"world", "world/actions", "world/chains", "world/findings", "world/gossip", "world/insights"}
+	"world", "world/actions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"}
 
 var forbiddenOutside = []string{
 	"database/sql", "github.com/mattn/go-sqlite3", "github.com/jackc/pgx",
