@@ -38,6 +38,11 @@ type delegationJSON struct {
 	Error     string               `json:"error"`
 	Inputs    []string             `json:"inputs"`
 	Artifacts []artifactJSON       `json:"artifacts"`
+	// Space is the space the work is done in (SPEC §10.7), where its
+	// step of the artifact chain is; "" for records older than spaces.
+	Space string `json:"space"`
+	// EndedAt is when the status became final, null until then.
+	EndedAt *string `json:"ended_at"`
 }
 
 type artifactJSON struct {
@@ -55,7 +60,11 @@ func delegationOf(d delegation.Record) delegationJSON {
 		ID: d.ID, Kind: d.Kind, FromBot: d.From, ToBot: d.To, User: d.UserID, Task: d.Task, Depth: d.Depth,
 		Status: d.Status, Progress: d.Progress,
 		CreatedAt: rfc3339(d.CreatedAt), UpdatedAt: rfc3339(d.UpdatedAt), Result: d.Result, Error: d.Error,
-		Inputs: nonNil(d.Inputs), Artifacts: []artifactJSON{},
+		Inputs: nonNil(d.Inputs), Artifacts: []artifactJSON{}, Space: d.Space,
+	}
+	if !d.EndedAt.IsZero() {
+		ended := rfc3339(d.EndedAt)
+		out.EndedAt = &ended
 	}
 	if d.ParentID != "" {
 		out.ParentID = &d.ParentID

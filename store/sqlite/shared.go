@@ -229,7 +229,7 @@ func (t *txn) chain(space string, limit int) ([]shared.Step, error) {
 		for rows.Next() {
 			var d string
 			var f shared.File
-			if err := rows.Scan(&d, &f.ID, &f.Name); err != nil {
+			if err := rows.Scan(&d, &f.ID, &f.Name, &f.MediaType, &f.Size, &f.SHA256); err != nil {
 				return err
 			}
 			add(&steps[index[d]], f)
@@ -238,12 +238,12 @@ func (t *txn) chain(space string, limit int) ([]shared.Step, error) {
 	}
 	// Inputs in the order the hand-off named them; outputs in the order
 	// they were stored (as a record reads them).
-	if err := files(`SELECT i.delegation_id, a.id, a.name FROM delegation_inputs i JOIN artifacts a ON a.id = i.artifact_id
+	if err := files(`SELECT i.delegation_id, a.id, a.name, a.media_type, a.size, a.sha256 FROM delegation_inputs i JOIN artifacts a ON a.id = i.artifact_id
 		WHERE i.delegation_id IN (SELECT value FROM json_each(?)) ORDER BY i.delegation_id, i.position`,
 		func(st *shared.Step, f shared.File) { st.Inputs = append(st.Inputs, f) }); err != nil {
 		return nil, fmt.Errorf("inputs: %w", err)
 	}
-	if err := files(`SELECT delegation_id, id, name FROM artifacts
+	if err := files(`SELECT delegation_id, id, name, media_type, size, sha256 FROM artifacts
 		WHERE delegation_id IN (SELECT value FROM json_each(?)) ORDER BY delegation_id, created_at, id`,
 		func(st *shared.Step, f shared.File) { st.Outputs = append(st.Outputs, f) }); err != nil {
 		return nil, fmt.Errorf("outputs: %w", err)

@@ -250,6 +250,13 @@ func named(id, name, producer string) chat.Artifact {
 	return a
 }
 
+// file is the chain's view of the artifact named made with: its ID,
+// name, media type, size and hash.
+func file(id, name string) shared.File {
+	a := named(id, name, "")
+	return shared.File{ID: a.ID, Name: a.Name, MediaType: a.MediaType, Size: a.Size, SHA256: a.SHA256}
+}
+
 // testSharedChain: a space's artifact chain is its hand-offs that ended
 // done or failed — not refused, queued, running or help records, nor
 // another space's — in the order they ended, numbered over all of them,
@@ -289,12 +296,12 @@ func testSharedChain(t *testing.T, f Factory) {
 
 	want := []shared.Step{
 		{Step: 1, DelegationID: "dlg-c01", Producer: "researcher", Task: "survey the competitors", Status: delegation.StatusDone,
-			Time: research.EndedAt, Inputs: []shared.File{}, Outputs: []shared.File{{ID: "art-comp", Name: "competitors.json"}}},
+			Time: research.EndedAt, Inputs: []shared.File{}, Outputs: []shared.File{file("art-comp", "competitors.json")}},
 		{Step: 2, DelegationID: "dlg-c02", Producer: "coder", Task: "compare the APIs", Status: delegation.StatusDone,
-			Time: code.EndedAt, Inputs: []shared.File{{ID: "art-comp", Name: "competitors.json"}},
-			Outputs: []shared.File{{ID: "art-api", Name: "api-comparison.json"}, {ID: "art-notes", Name: "notes.md"}}},
+			Time: code.EndedAt, Inputs: []shared.File{file("art-comp", "competitors.json")},
+			Outputs: []shared.File{file("art-api", "api-comparison.json"), file("art-notes", "notes.md")}},
 		{Step: 3, DelegationID: "dlg-c03", Producer: "auditor", Task: "validate both", Status: delegation.StatusFailed,
-			Time: audit.EndedAt, Inputs: []shared.File{{ID: "art-api", Name: "api-comparison.json"}, {ID: "art-comp", Name: "competitors.json"}},
+			Time: audit.EndedAt, Inputs: []shared.File{file("art-api", "api-comparison.json"), file("art-comp", "competitors.json")},
 			Outputs: []shared.File{}},
 	}
 	for i, d := range []delegation.Record{research, code, audit} {
@@ -318,8 +325,8 @@ func testSharedChain(t *testing.T, f Factory) {
 		}
 		c := sharedContext(t, s, "chat:web:other", all)
 		wantOther := []shared.Step{{Step: 1, DelegationID: "dlg-o01", Producer: "coder", Task: "elsewhere", Status: delegation.StatusDone,
-			Time: other.EndedAt, Inputs: []shared.File{{ID: "art-comp", Name: "competitors.json"}},
-			Outputs: []shared.File{{ID: "art-o", Name: "other.json"}}}}
+			Time: other.EndedAt, Inputs: []shared.File{file("art-comp", "competitors.json")},
+			Outputs: []shared.File{file("art-o", "other.json")}}}
 		if !reflect.DeepEqual(c.Chain, wantOther) {
 			t.Errorf("the other space's chain = %+v, want %+v", c.Chain, wantOther)
 		}

@@ -85,8 +85,12 @@ type Fact struct {
 
 // File is an artifact as the chain names it.
 type File struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+	// SHA256 is the content's hash, lowercase hex.
+	SHA256 string `json:"sha256"`
 }
 
 // Step is one hand-off that ended in the space: a finished delegation
