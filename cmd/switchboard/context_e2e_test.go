@@ -420,6 +420,9 @@ bots:
         - match: '^go'
           reply: 'Stepper, over to you.'
           actions: [{delegate: {bot: stepper, task: 'three steps'}}]
+        - match: '^hand (\S+)'
+          reply: 'Handing it over.'
+          actions: [{delegate: {bot: stepper, task: 'read it', inputs: ['{{index .Match 1}}']}}]
       default: '?'
     platforms: {web: {}}
     delegation: {allow: [stepper]}
@@ -463,5 +466,23 @@ func TestProgressFrames(t *testing.T) {
 	_, d := apiGet(t, m, "/api/v1/delegations/"+id, m.AdminToken)
 	if p, _ := d["progress"].(map[string]any); p == nil || p["text"] != "Checking" || p["step"] != float64(3) {
 		t.Errorf("the record holds progress %v", d["progress"])
+	}
+
+	// An input that is not there refuses the hand-off, saying why; a
+	// path is refused by the action and hands nothing.
+	c.send(map[string]any{"type": "send", "bot": "boss", "text": "hand missing.json", "client_id": "h1"})
+	refusal := c.messageWhere(func(f map[string]any) bool { return strings.HasPrefix(f["text"].(string), "I can't hand") })
+	if want := `I can't hand that to Stepper: there is no file "missing.json" in this conversation's artifact chain.`; refusal["text"] != want {
+		t.Errorf("refusal = %q, want %q", refusal["text"], want)
+	}
+	c.send(map[string]any{"type": "send", "bot": "boss", "text": "hand ../etc/passwd", "client_id": "h2"})
+	c.messageWhere(func(f map[string]any) bool { return f["text"] == "Handing it over." && f["id"] != refusal["id"] })
+	_, body := apiGet(t, m, "/api/v1/delegations", m.AdminToken)
+	statuses := map[string]int{}
+	for _, it := range items(body) {
+		statuses[it["status"].(string)]++
+	}
+	if statuses["refused"] != 1 || statuses["done"] != 1 || len(items(body)) != 2 {
+		t.Errorf("delegations by status = %v, want the done one and one refused", statuses)
 	}
 }
