@@ -57,6 +57,8 @@ const (
 	NoticeDelegation NoticeKind = "delegation"
 	// NoticeFinding: a finding (ID) of Space became visible.
 	NoticeFinding NoticeKind = "finding"
+	// NoticeContext: the shared context of Space, a group's, changed.
+	NoticeContext NoticeKind = "context"
 )
 
 // Notice is news from another process sharing the database: it carries
@@ -175,6 +177,10 @@ func (g *Gateway) Noticed(n Notice) {
 			g.notify(d)
 		case NoticeFinding:
 			g.findingNoticed(ctx, n)
+		case NoticeContext:
+			// Only the platforms here need telling; the keeper's
+			// readers read the store.
+			g.ContextChanged(n.Space)
 		}
 	}()
 }

@@ -561,6 +561,10 @@ func parseNotice(payload, self string) (n gateway.Notice, ok bool, err error) {
 		if n.ID <= 0 || n.Space == "" {
 			return n, false, errors.New("a finding notice without its ID or space")
 		}
+	case gateway.NoticeContext:
+		if n.Space == "" {
+			return n, false, errors.New("a context notice without its space")
+		}
 	default:
 		return n, false, fmt.Errorf("a notice of unknown kind %q", p.Kind)
 	}

@@ -22,6 +22,8 @@ func TestParseNotice(t *testing.T) {
 		{`{"k":"delegation","i":"i-b"}`, gateway.Notice{}, false, true},
 		{`{"k":"finding","i":"i-b","id":9,"s":"chat:web:den"}`, gateway.Notice{Kind: gateway.NoticeFinding, ID: 9, Space: "chat:web:den"}, true, false},
 		{`{"k":"finding","i":"i-b","id":9}`, gateway.Notice{}, false, true},
+		{`{"k":"context","i":"i-b","s":"chat:web:den"}`, gateway.Notice{Kind: gateway.NoticeContext, Space: "chat:web:den"}, true, false},
+		{`{"k":"context","i":"i-b"}`, gateway.Notice{}, false, true},
 		{`{"k":"gossip","i":"i-b","id":1}`, gateway.Notice{}, false, true},
 		{`not json`, gateway.Notice{}, false, true},
 	} {
@@ -57,6 +59,10 @@ func FuzzParseNotice(f *testing.F) {
 			}
 		case gateway.NoticeFinding:
 			if n.ID <= 0 || n.Space == "" {
+				t.Fatalf("accepted %+v", n)
+			}
+		case gateway.NoticeContext:
+			if n.Space == "" {
 				t.Fatalf("accepted %+v", n)
 			}
 		default:

@@ -68,6 +68,50 @@ func TestProgressNotice(t *testing.T) {
 	}
 }
 
+// TestContextNotice: a change of a group's context on one instance is
+// announced to the others with its space; a person's private space's is
+// not.
+func TestContextNotice(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, _, _ := member(t, url)
+	b, _, _ := member(t, url)
+	heard := make(chan gateway.Notice, 10)
+	ready := make(chan struct{})
+	go b.Listen(ctx, func(n gateway.Notice) { heard <- n }, func(context.Context) {}, ready)
+	<-ready
+	if _, err := a.AddEvent(ctx, shared.Event{Space: "user:ann", Bot: "matty", Text: "private"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, add := range []func() error{
+		func() error {
+			_, err := a.AddEvent(ctx, shared.Event{Space: "chat:web:lab", Bot: "matty", Text: "kickoff"})
+			return err
+		},
+		func() error {
+			_, err := a.MergeEntity(ctx, shared.Entity{Space: "chat:web:lab", Name: "x", Attributes: json.RawMessage(`{"a":1}`), UpdatedBy: "matty"})
+			return err
+		},
+		func() error {
+			_, err := a.PutFact(ctx, shared.Fact{Space: "chat:web:lab", Subject: "x", Predicate: "p", Object: "o", Confidence: 1, Bot: "matty"})
+			return err
+		},
+	} {
+		if err := add(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-heard:
+			if n.Kind != gateway.NoticeContext || n.Space != "chat:web:lab" {
+				t.Fatalf("B heard %+v", n)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("B heard nothing of A's change")
+		}
+	}
+}
+
 // TestAttributesWithoutNUL: jsonb holds no NUL character: the store
 // makes each one of an entity's attributes U+FFFD, as it does with text,
 // rather than refuse them, and a literal backslash-u text stays.

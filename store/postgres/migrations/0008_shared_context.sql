@@ -54,3 +54,22 @@ UPDATE delegations SET ended_at = updated_at WHERE status IN ('done', 'failed', 
 ALTER TABLE delegations ENABLE TRIGGER delegations_notify;
 CREATE INDEX delegations_chain ON delegations (space, ended_at, id)
 	WHERE kind = 'handoff' AND status IN ('done', 'failed');
+
+-- A change of a group's context (an event, an entity, a fact) is
+-- announced on the channel 'switchboard' (migration 0002), so that the
+-- instances holding that room's connections send them its context: "s"
+-- the space. A person's private space is read on request only.
+CREATE FUNCTION switchboard_notify_context() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_notify('switchboard', json_build_object('k', 'context', 'i', COALESCE(switchboard_instance(), ''),
+		's', NEW.space)::text);
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER context_events_notify AFTER INSERT ON context_events FOR EACH ROW
+	WHEN (NEW.space LIKE 'chat:%') EXECUTE FUNCTION switchboard_notify_context();
+CREATE TRIGGER context_entities_notify AFTER INSERT OR UPDATE ON context_entities FOR EACH ROW
+	WHEN (NEW.space LIKE 'chat:%') EXECUTE FUNCTION switchboard_notify_context();
+CREATE TRIGGER context_facts_notify AFTER INSERT OR UPDATE ON context_facts FOR EACH ROW
+	WHEN (NEW.space LIKE 'chat:%') EXECUTE FUNCTION switchboard_notify_context();
