@@ -243,7 +243,7 @@ func checkTurnTools(t *testing.T, log, endpoint string) {
 	}
 	// The registry's actions (the SDK lists them by name): Matty has a
 	// team, so delegate and request_help are among them.
-	if !slices.Equal(r.Tools, []string{"delegate", "post_finding", "remember", "request_help"}) {
+	if !slices.Equal(r.Tools, []string{"add_entity", "add_event", "add_fact", "delegate", "post_finding", "remember", "request_help"}) {
 		t.Errorf("tools %v", r.Tools)
 	}
 	if res := r.Results["post_finding"]; r.Errors["post_finding"] || !strings.HasPrefix(res, "Posted finding") {

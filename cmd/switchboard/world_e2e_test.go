@@ -541,7 +541,7 @@ func TestModelActions(t *testing.T) {
 	for _, tl := range reqs[0]["tools"].([]any) {
 		tools = append(tools, tl.(map[string]any)["function"].(map[string]any)["name"].(string))
 	}
-	if !slices.Equal(tools, []string{"delegate", "request_help", "post_finding", "remember"}) {
+	if !slices.Equal(tools, []string{"delegate", "request_help", "post_finding", "remember", "add_event", "add_entity", "add_fact"}) {
 		t.Errorf("tools = %v", tools)
 	}
 	results := toolResults(reqs[1])
