@@ -132,8 +132,12 @@ func (b *bench) onPostgres(ctx context.Context, pgServer string, n int) (loadFig
 		switch {
 		case x.r.failures > 0:
 			b.fail(what+" "+x.who, fmt.Errorf("%d failed messages, e.g. %v", x.r.failures, x.r.firstFailure))
-		case x.r.completed == 0 && (x.r == &f.closed || x.r.unanswered == 0):
+		case x.r.completed == 0 && x.r.answers == 0 && (x.r == &f.closed || x.r.unanswered == 0):
 			b.fail(what+" "+x.who, errNoAnswers)
+		case x.r.completed == 0 && x.r.answers > 0:
+			// Answered, but every answer after the window: a machine too
+			// busy for this phase's length, not a broken path.
+			b.note("%s %s: %d answers, all after the measured window; the machine was too busy to measure it", what, x.who, x.r.answers)
 		}
 	}
 	if f.open.unanswered > 0 {
