@@ -23,7 +23,7 @@ import (
 // but must not contain secrets.
 //
 // The turn's slices (History, GroupHistory, Team, Context, Findings,
-// Insights, Memories, and the delegation's) belong to the gateway, which may share them between
+// Insights, Memories, Shared's, and the delegation's) belong to the gateway, which may share them between
 // turns: a brain reads them and does not write into them, and copies what
 // it keeps past its return.
 type Brain interface {
