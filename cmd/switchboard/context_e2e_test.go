@@ -486,3 +486,71 @@ func TestProgressFrames(t *testing.T) {
 		t.Errorf("delegations by status = %v, want the done one and one refused", statuses)
 	}
 }
+
+// An agent CLI handed a task reports progress and adds to the shared
+// context over MCP, as the seed's delegated bots do.
+func TestAgentProgressOverMCP(t *testing.T) {
+	agent := buildFakeAgent(t)
+	log := filepath.Join(t.TempDir(), "agent.log")
+	t.Setenv("FAKE_AGENT_LOG", log)
+	bots := fmt.Sprintf(`
+gateway:
+  listen: 127.0.0.1:0
+  database: test.db
+bots:
+  - id: boss
+    name: Boss
+    brain:
+      kind: script
+      rules:
+        - match: '^go'
+          reply: 'Agent, over to you.'
+          actions: [{delegate: {bot: agent, task: 'read the files'}}]
+      default: '?'
+    platforms: {web: {}}
+    delegation: {allow: [agent]}
+  - id: agent
+    name: Agent
+    brain:
+      kind: exec
+      command: [%s]
+      env: [FAKE_AGENT_LOG]
+      timeout: 60s
+    platforms: {web: {}}
+`, agent)
+	m := startMain(t, writeConfigDir(t, bots))
+	c := dial(t, m.Addr(), nil)
+	c.send(map[string]any{"type": "send", "bot": "boss", "text": "go", "client_id": "g"})
+	var progress []string
+	id := ""
+	for {
+		f := c.await("delegation")
+		id = f["id"].(string)
+		if p, ok := f["progress"].(map[string]any); ok && f["status"] == "running" {
+			progress = append(progress, fmt.Sprintf("%v/%v %v", p["step"], p["total"], p["text"]))
+		}
+		if f["status"] == "done" || f["status"] == "failed" {
+			if f["status"] != "done" {
+				t.Fatalf("the hand-off %s", f["status"])
+			}
+			break
+		}
+	}
+	if !slices.Equal(progress, []string{"1/2 Reading the files"}) {
+		t.Errorf("progress frames = %q", progress)
+	}
+	_, d := apiGet(t, m, "/api/v1/delegations/"+id, m.AdminToken)
+	if p, _ := d["progress"].(map[string]any); p == nil || p["text"] != "Reading the files" {
+		t.Errorf("the record holds progress %v", d["progress"])
+	}
+	space := d["space"].(string)
+	_, body := apiGet(t, m, "/api/v1/context?space="+space, m.AdminToken)
+	events, _ := body["events"].([]any)
+	if len(events) != 1 || events[0].(map[string]any)["text"] != "the agent read the files" || events[0].(map[string]any)["bot"] != "agent" {
+		t.Errorf("events of %s = %v", space, events)
+	}
+	raw, _ := os.ReadFile(log)
+	if !strings.Contains(string(raw), `"progress"`) {
+		t.Errorf("the agent's log: %s", raw)
+	}
+}

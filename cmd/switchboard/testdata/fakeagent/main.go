@@ -123,14 +123,17 @@ func act() (record, error) {
 	calls := map[string]map[string]any{
 		"request_help": {"bot": os.Getenv("FAKE_AGENT_ASK"), "question": os.Getenv("FAKE_AGENT_QUESTION")},
 		"post_finding": {"text": "the auth module uses JWT", "severity": "high"},
+		// On a delegated turn: how far it got, and what happened.
+		"progress":  {"text": "Reading the files", "step": 1, "total": 2},
+		"add_event": {"text": "the agent read the files"},
 		// A call with an argument missing: a tool error naming it.
 		"request_help_bad": {"bot": os.Getenv("FAKE_AGENT_ASK")},
 	}
 	// The finding first: the helper, asked next, sees it on the board.
-	for _, name := range []string{"post_finding", "request_help", "request_help_bad"} {
+	for _, name := range []string{"post_finding", "progress", "add_event", "request_help", "request_help_bad"} {
 		tool := strings.TrimSuffix(name, "_bad")
-		if !offered(rec.Tools, tool) {
-			continue
+		if !offered(rec.Tools, tool) || name == "add_event" && !offered(rec.Tools, "progress") {
+			continue // add_event only on a delegated turn, beside progress
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: calls[name]})
 		if err != nil {
