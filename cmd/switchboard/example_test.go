@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// exampleDir copies the repository's example configuration to a temp dir.
+// exampleDir copies the repository's example configuration to a temp
+// dir, on the test store (onTestStore).
 func exampleDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -15,6 +16,9 @@ func exampleDir(t *testing.T) string {
 		b, err := os.ReadFile(filepath.Join("..", "..", name))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if name == "bots.yaml" {
+			b = []byte(onTestStore(t, string(b)))
 		}
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
