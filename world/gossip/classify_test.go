@@ -90,7 +90,7 @@ func FuzzParseAnswer(f *testing.F) {
 	})
 }
 
-// The script classifier of docs/shared-world.md answers what
+// The script classifier of docs/insights-and-gossip.md answers what
 // ParseAnswer reads, whatever quotes the message holds.
 func TestDocumentedScriptClassifier(t *testing.T) {
 	b, err := script.New(script.Config{Rules: []script.Rule{{
