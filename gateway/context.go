@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/chat"
@@ -29,14 +30,15 @@ type SpaceContext interface {
 	ForTurn(ctx context.Context, space string) (shared.Context, error)
 	// Read reads a space's context within l.
 	Read(ctx context.Context, space string, l shared.Limits) (shared.Context, error)
-	// Changed tells the watchers a space's context changed.
-	Changed(space string)
 }
 
-// ContextWatcher is implemented by platforms that show a space's shared
-// context live (the web widget's context frames, for rooms). It must
-// not block.
+// ContextWatcher is implemented by platforms that show a room's shared
+// context live (the web widget's context frames). Neither method may
+// block.
 type ContextWatcher interface {
+	// Watching reports whether a connection here shows space's context.
+	Watching(space world.Space) bool
+	// ContextChanged shows c, space's context now.
 	ContextChanged(space world.Space, c shared.Context)
 }
 
@@ -53,18 +55,69 @@ const (
 	defaultContextView = 50
 )
 
-// ContextChanged reads space's context and shows it to the platforms
-// that show it live; give it to the keeper (Keeper.OnChange). Only a
-// group's context is shown live: a person's own is read on request.
+// contextPush holds the rooms whose context changed and is not yet
+// shown. One goroutine at a time shows them, reading each room's context
+// after taking it off the list, so the last frame a room gets is its
+// newest context however the changes raced.
+type contextPush struct {
+	mu      sync.Mutex
+	pending []string
+	running bool
+}
+
+// ContextChanged has the platforms that show a group's context live
+// show space's anew; give it to the keeper (Keeper.OnChange). It returns
+// at once: the read and the frames happen on a goroutine of the
+// gateway's, once for any number of changes made meanwhile, and only
+// when a connection shows that room. A person's own space is read on
+// request only.
 func (g *Gateway) ContextChanged(space string) {
 	sp, err := world.Parse(space)
 	if err != nil || sp.Kind != world.KindChat || g.sharedCtx == nil {
 		return
 	}
-	g.platformsMu.RLock()
+	p := &g.contextPush
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !slices.Contains(p.pending, space) {
+		p.pending = append(p.pending, space)
+	}
+	if p.running {
+		return
+	}
+	p.running = true
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		g.pushContexts()
+	}()
+}
+
+// pushContexts shows the pending rooms' contexts until none is left.
+func (g *Gateway) pushContexts() {
+	p := &g.contextPush
+	for {
+		p.mu.Lock()
+		if len(p.pending) == 0 {
+			p.running = false
+			p.mu.Unlock()
+			return
+		}
+		space := p.pending[0]
+		p.pending = p.pending[1:]
+		p.mu.Unlock()
+		g.pushContext(space)
+	}
+}
+
+// pushContext reads a room's context and shows it to the platforms
+// that have a connection showing it.
+func (g *Gateway) pushContext(space string) {
+	sp, _ := world.Parse(space)
 	var ws []ContextWatcher
+	g.platformsMu.RLock()
 	for _, p := range g.platforms {
-		if w, ok := p.(ContextWatcher); ok {
+		if w, ok := p.(ContextWatcher); ok && w.Watching(sp) {
 			ws = append(ws, w)
 		}
 	}

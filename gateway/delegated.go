@@ -69,6 +69,10 @@ func (g *Gateway) delegatedTurn(ctx context.Context, log *slog.Logger, roster *R
 			}}}
 			return o
 		}
+		// What it produced is kept with the record and its step of the
+		// chain, beside the reason, so the person and the operator can
+		// see what was wrong.
+		o.Artifacts = arts
 		return g.failDelegation(o, roster, d, "the outputs are still missing or invalid after one corrective retry: "+strings.Join(problems, "; "))
 	}
 	if text == "" && len(arts) == 0 {

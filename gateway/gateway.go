@@ -93,8 +93,10 @@ type Gateway struct {
 	findings Findings
 	insights Insights
 	gossip   Gossip
-	// sharedCtx is the spaces' shared context (context.go).
-	sharedCtx SpaceContext
+	// sharedCtx is the spaces' shared context, and contextPush the
+	// rooms whose context is to be shown anew (context.go).
+	sharedCtx   SpaceContext
+	contextPush contextPush
 
 	roster     atomic.Pointer[Roster]
 	users      atomic.Pointer[identity.Directory]

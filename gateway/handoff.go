@@ -106,7 +106,6 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, a hand
 		}
 		target, known := roster.Bot(m.Bot)
 		var refusal *delegation.Refusal
-		var err error
 		if !known {
 			rec.To = m.Written
 			written := m.Written
@@ -117,14 +116,7 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, a hand
 			if m.Suggest == "" {
 				refusal.Reason = delegation.Unknown(written, "")
 			}
-		} else if rec.Inputs, err = g.resolveInputs(ctx, m.Inputs, a.made, parent, space); err != nil {
-			var ie *inputError
-			problem := "its input files could not be read just now"
-			if errors.As(err, &ie) {
-				problem = ie.Error()
-			} else {
-				g.log.Error("delegation inputs", "from", bot.ID, "to", target.ID, "err", err)
-			}
+		} else if problem := g.handoffInputs(ctx, &rec, m.Inputs, a.made, parent); problem != "" {
 			refusal = &delegation.Refusal{Code: delegation.RefusedInputs, Reason: fmt.Sprintf("I can't hand that to %s: %s.", target.Name, problem)}
 		} else {
 			err := g.policy.Admit(delegation.Request{
@@ -151,6 +143,29 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, a hand
 		hs = append(hs, h)
 	}
 	return strings.Join(lines, "\n"), hs, true
+}
+
+// handoffInputs sets rec's inputs to the files names names (see
+// resolveInputs), and returns why it cannot ("" when it can): a name
+// found nowhere. A store that fails is tried again, holding the turn,
+// until the gateway stops.
+func (g *Gateway) handoffInputs(ctx context.Context, rec *delegation.Record, names []string, made []chat.Artifact, parent *delegation.Record) string {
+	var missing *inputError
+	read := retry(ctx, g.log, "delegation inputs", func() error {
+		ids, err := g.resolveInputs(ctx, names, made, parent, rec.Space)
+		if errors.As(err, &missing) {
+			return nil
+		}
+		rec.Inputs = ids
+		return err
+	})
+	switch {
+	case missing != nil:
+		return missing.Error()
+	case !read:
+		return "its input files could not be read before the gateway stopped"
+	}
+	return ""
 }
 
 // originSender is the person's platform ID in the chat a hand-off starts

@@ -19,7 +19,6 @@ func (g *Gateway) notify(d delegation.Record) {
 	g.obs.Delegation(d.Status)
 	u, _ := g.users.Load().User(d.UserID)
 	g.platformsMu.RLock()
-	defer g.platformsMu.RUnlock()
 	for _, p := range g.platforms {
 		if w, ok := p.(DelegationWatcher); ok {
 			w.DelegationChanged(*d.Ref(), u.Identities)
@@ -28,9 +27,10 @@ func (g *Gateway) notify(d delegation.Record) {
 	for _, fn := range g.delegationHooks {
 		fn(d)
 	}
+	g.platformsMu.RUnlock()
 	// A hand-off that ended is a step of its space's artifact chain.
-	if g.sharedCtx != nil && d.Kind == delegation.KindHandoff && d.Space != "" && (d.Status == delegation.StatusDone || d.Status == delegation.StatusFailed) {
-		g.sharedCtx.Changed(d.Space)
+	if d.Kind == delegation.KindHandoff && d.Space != "" && (d.Status == delegation.StatusDone || d.Status == delegation.StatusFailed) {
+		g.ContextChanged(d.Space)
 	}
 }
 

@@ -174,7 +174,7 @@ func (g *Gateway) bindWorld(ctx context.Context, log *slog.Logger, roster *Roste
 		Session: t.Ref.SessionID, Turn: t.Ref.ID, Team: turn.Team,
 	}
 	if d := t.Delegation; d != nil {
-		c.Delegation = d.ID
+		c.Delegation, c.DelegationKind = d.ID, d.Kind
 	}
 	acts := g.actions.Bind(c)
 	turn.Actions = acts

@@ -57,7 +57,7 @@ bots:
           actions: [{add_fact: {subject: '{{index .Match 1}}', predicate: '{{index .Match 2}}', object: '{{index .Match 3}}', confidence: '{{index .Match 4}}'}}]
         - match: '^progress'
           reply: tried
-          actions: [{progress: {text: 'not delegated'}}]
+          actions: [{progress: {text: 'not delegated', step: 1, total: 3}}]
       default: '?'
     platforms: {web: {}}
   - id: reader

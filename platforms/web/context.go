@@ -41,6 +41,17 @@ func (c *conn) handleContext(ctx context.Context, f inFrame) error {
 	return nil
 }
 
+// Watching implements gateway.ContextWatcher: whether a connection is
+// in the room whose space it is.
+func (a *Adapter) Watching(space world.Space) bool {
+	if space.Kind != world.KindChat {
+		return false
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return len(a.rooms[roomKey{space.Platform, space.Chat}]) > 0
+}
+
 // ContextChanged implements gateway.ContextWatcher: the connections in
 // the room whose space it is get its context.
 func (a *Adapter) ContextChanged(space world.Space, sc shared.Context) {

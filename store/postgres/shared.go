@@ -63,8 +63,11 @@ func (s *Store) MergeEntity(ctx context.Context, e shared.Entity) (shared.Entity
 		if err != nil {
 			return err
 		}
-		e.Attributes, err = shared.CanonicalAttributes(merged)
-		return err
+		if e.Attributes, err = shared.CanonicalAttributes(merged); err != nil {
+			return err
+		}
+		// Too much together: the transaction is rolled back.
+		return shared.CheckMerged(e.Attributes)
 	})
 	if err != nil {
 		return shared.Entity{}, fmt.Errorf("store: merge entity: %w", err)

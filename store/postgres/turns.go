@@ -318,7 +318,9 @@ func (t *txn) followUp(n sessions.Note, msgID, now int64) (sessions.TurnRef, err
 }
 
 // insertArtifacts stores a turn's artifacts, attached to its first
-// message (msgID, none when 0) and its delegation (none when "").
+// message (msgID, none when 0) and its delegation (none when ""). Each
+// is stamped a microsecond after the one before, so that they read back
+// in the order the turn made them (their IDs are random).
 func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID string, now int64) error {
 	var msg, del any
 	if msgID != 0 {
@@ -327,14 +329,14 @@ func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID st
 	if delegationID != "" {
 		del = delegationID
 	}
-	for _, a := range arts {
+	for i, a := range arts {
 		content := a.Content
 		if content == nil {
 			content = []byte{}
 		}
 		if _, err := t.exec(`INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content,
 			message_id, delegation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, content, msg, del, now); err != nil {
+			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, content, msg, del, now+int64(i)); err != nil {
 			return err
 		}
 	}

@@ -61,6 +61,9 @@ func (s *Store) MergeEntity(ctx context.Context, e shared.Entity) (shared.Entity
 			return fmt.Errorf("entity %q's stored attributes: %w", e.Name, err)
 		}
 		e.Attributes = merged
+		if err := shared.CheckMerged(merged); err != nil {
+			return err
+		}
 		_, err = tx.exec(`INSERT INTO context_entities (space, name, attributes, updated_by, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (space, name) DO UPDATE SET attributes = excluded.attributes, updated_by = excluded.updated_by,
 			updated_at = excluded.updated_at`, e.Space, e.Name, string(merged), e.UpdatedBy, micros(e.UpdatedAt))

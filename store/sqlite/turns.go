@@ -262,7 +262,9 @@ func (t *txn) followUp(n sessions.Note, msgID, now int64) (sessions.TurnRef, err
 }
 
 // insertArtifacts stores a turn's artifacts, attached to its first
-// message (msgID, none when 0) and its delegation (none when "").
+// message (msgID, none when 0) and its delegation (none when ""). Each
+// is stamped a microsecond after the one before, so that they read back
+// in the order the turn made them (their IDs are random).
 func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID string, now int64) error {
 	var msg, del any
 	if msgID != 0 {
@@ -271,10 +273,10 @@ func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID st
 	if delegationID != "" {
 		del = delegationID
 	}
-	for _, a := range arts {
+	for i, a := range arts {
 		if _, err := t.exec(`INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content,
 			message_id, delegation_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, a.Content, msg, del, now); err != nil {
+			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, a.Content, msg, del, now+int64(i)); err != nil {
 			return err
 		}
 	}

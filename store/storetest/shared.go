@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -429,6 +430,28 @@ func testDelegationProgress(t *testing.T, f Factory) {
 	s = f.Reopen(t, s)
 	if d, err := s.Delegation(ctx, "dlg-p"); err != nil || !d.EndedAt.Equal(ended) || d.Space != lab || d.Progress == nil {
 		t.Errorf("record after a reopen = %+v, %v", d, err)
+	}
+}
+
+// testSharedEntityLimit: a merge whose attributes would come to more
+// than shared.MaxAttributes bytes is refused as invalid, naming
+// attributes, and the entity keeps what it had.
+func testSharedEntityLimit(t *testing.T, f Factory) {
+	ctx := context.Background()
+	s := f.New(t)
+	half := fmt.Sprintf(`{"%%s": "%s"}`, strings.Repeat("x", shared.MaxAttributes/2))
+	first, err := s.MergeEntity(ctx, shared.Entity{Space: lab, Name: "big", Attributes: json.RawMessage(fmt.Sprintf(half, "a")), UpdatedBy: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.MergeEntity(ctx, shared.Entity{Space: lab, Name: "big", Attributes: json.RawMessage(fmt.Sprintf(half, "b")), UpdatedBy: "b"})
+	var ie *shared.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "attributes" || !errors.Is(err, shared.ErrInvalid) {
+		t.Fatalf("a merge past the limit: %v", err)
+	}
+	c := sharedContext(t, s, lab, shared.Limits{Entities: 5})
+	if len(c.Entities) != 1 || string(c.Entities[0].Attributes) != string(first.Attributes) || c.Entities[0].UpdatedBy != "a" {
+		t.Errorf("after a refused merge the entity is %+v", c.Entities)
 	}
 }
 

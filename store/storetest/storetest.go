@@ -108,6 +108,7 @@ func Run(t *testing.T, f Factory) {
 		{"SharedContext", testSharedContext},
 		{"SharedChain", testSharedChain},
 		{"SharedConcurrentMerge", testSharedConcurrentMerge},
+		{"SharedEntityLimit", testSharedEntityLimit},
 		{"DelegationProgress", testDelegationProgress},
 	}
 	for _, tc := range tests {

@@ -34,8 +34,13 @@ func progressSchema() *jsonschema.Schema {
 	)
 }
 
+// handedOver reports whether c's turn works on a hand-off's task.
+func handedOver(c Caller) bool {
+	return c.Delegation != "" && c.DelegationKind == delegation.KindHandoff
+}
+
 // ProgressAction is progress {text, step?, total?}, carried out by r:
-// offered only to a delegated turn, where the person sees it under the
+// offered only to a turn working on a hand-off's task, where the person sees it under the
 // hand-off ("Step 1/3: Researching CompetitorX…"). r may be nil in a
 // registry that only checks calls.
 func ProgressAction(r Reporter) Action {
@@ -45,7 +50,13 @@ func ProgressAction(r Reporter) Action {
 			"they see it under the hand-off. Use it before each long step.",
 		Schema: progressSchema(),
 		Offer: func(c Caller) (*jsonschema.Schema, bool) {
-			return nil, c.Delegation != ""
+			return nil, handedOver(c)
+		},
+		Refuse: func(c Caller) error {
+			if !handedOver(c) {
+				return fmt.Errorf("%w: progress: this turn works on no task handed to it; only a bot doing a hand-off's task reports progress", brains.ErrActionRefused)
+			}
+			return nil
 		},
 		Handle: func(ctx Context, call Call) (string, error) {
 			var args struct {
@@ -64,8 +75,6 @@ func ProgressAction(r Reporter) Action {
 				return "", &ArgumentError{Action: Progress, Arg: "step", Problem: fmt.Sprintf("must be at most total (%d)", p.Total)}
 			case p.Total > 0 && p.Step == 0:
 				return "", &ArgumentError{Action: Progress, Arg: "step", Problem: "is required with total"}
-			case call.Caller.Delegation == "":
-				return "", fmt.Errorf("%w: progress: this turn works on no delegated task; only a bot doing a task handed to it reports progress", brains.ErrActionRefused)
 			case r == nil:
 				return "", errors.New("progress: progress is not recorded here")
 			}

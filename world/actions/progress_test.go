@@ -41,10 +41,20 @@ func TestProgressAction(t *testing.T) {
 	if slices.Contains(names(ordinary.Specs()), actions.Progress) {
 		t.Error("progress offered to an ordinary turn")
 	}
-	if _, err := ordinary.Call(ctx, actions.Progress, json.RawMessage(`{"text":"x"}`)); !errors.Is(err, brains.ErrActionRefused) {
+	if _, err := ordinary.Call(ctx, actions.Progress, json.RawMessage(`{"text":"x","step":1,"total":3}`)); !errors.Is(err, brains.ErrActionRefused) ||
+		!strings.Contains(err.Error(), "works on no task handed to it") {
 		t.Errorf("progress outside a hand-off: %v", err)
 	}
-	delegated := reg.Bind(actions.Caller{Bot: "coder", User: "ann", Space: "user:ann", Delegation: "dlg-1"})
+	// A help request's turns work on no hand-off: refused whatever the
+	// arguments.
+	helping := reg.Bind(actions.Caller{Bot: "coder", User: "ann", Space: "user:ann", Delegation: "dlg-h", DelegationKind: delegation.KindHelp})
+	if slices.Contains(names(helping.Specs()), actions.Progress) {
+		t.Error("progress offered to a helper's turn")
+	}
+	if _, err := helping.Call(ctx, actions.Progress, json.RawMessage(`{"text":"x","step":1,"total":3}`)); !errors.Is(err, brains.ErrActionRefused) {
+		t.Errorf("progress on a helper's turn: %v", err)
+	}
+	delegated := reg.Bind(actions.Caller{Bot: "coder", User: "ann", Space: "user:ann", Delegation: "dlg-1", DelegationKind: delegation.KindHandoff})
 	if !slices.Contains(names(delegated.Specs()), actions.Progress) {
 		t.Error("progress not offered to a delegated turn")
 	}

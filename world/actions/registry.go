@@ -59,6 +59,9 @@ type Caller struct {
 	// help request the turn makes is one deeper. "" for an ordinary
 	// turn.
 	Delegation string
+	// DelegationKind is Delegation's kind: delegation.KindHandoff or
+	// delegation.KindHelp ("" for an ordinary turn).
+	DelegationKind string
 	// Public marks a public bot, which takes no part in the shared
 	// world: every call is refused.
 	Public bool
@@ -83,6 +86,11 @@ type Action struct {
 	// Schema is the JSON schema of the arguments object; calls are
 	// checked against it. It must be an object schema.
 	Schema *jsonschema.Schema
+	// Refuse, when set, refuses every call of a caller it returns an
+	// error for (wrapping brains.ErrActionRefused), before the
+	// arguments are checked: an action that does not apply to the
+	// caller's turn at all says so, whatever the arguments.
+	Refuse func(Caller) error
 	// Offer, when set, says whether a caller is offered the action and
 	// may return the schema shown to that caller (nil: Schema), such as
 	// one that lists the caller's team. An action not offered can still

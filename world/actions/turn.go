@@ -75,6 +75,11 @@ func (t *Turn) Call(ctx context.Context, name string, args json.RawMessage) (str
 	if !ok {
 		return "", t.reg.unknown(name)
 	}
+	if e.Refuse != nil {
+		if err := e.Refuse(t.caller); err != nil {
+			return "", err
+		}
+	}
 	checked, err := e.check(args)
 	if err != nil {
 		return "", err

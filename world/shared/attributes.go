@@ -10,7 +10,9 @@ import (
 // that the prompt, the API and a copy between stores show the same text
 // whatever the store did to the JSON (PostgreSQL's jsonb adds spaces and
 // reorders keys): compact, the keys of every object sorted,
-// numbers as written, '<', '>' and '&' not escaped.
+// '<', '>' and '&' not escaped. Numbers are kept as written on SQLite;
+// PostgreSQL's jsonb may write one in another form of the same value
+// (1e2 as 100).
 
 // CanonicalAttributes returns the JSON object raw in the stores' written
 // form (compact, keys sorted), or an error if raw is not one JSON
@@ -75,4 +77,16 @@ func encodeCanonical(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// CheckMerged refuses merged attributes, as a store is about to keep
+// them, beyond MaxAttributes bytes: each addition is bounded, and so is
+// what they add up to, since an entity's attributes go into every
+// prompt of its space. The error is an *InvalidError of "attributes".
+func CheckMerged(merged json.RawMessage) error {
+	if n := len(merged); n > MaxAttributes {
+		return invalid("attributes", "with what is known of the entity they come to %d bytes of JSON, more than %d; "+
+			"replace keys rather than adding new ones", n, MaxAttributes)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/switchboard-chat/switchboard/world"
@@ -57,9 +58,8 @@ func (k *Keeper) OnChange(fn func(space string)) {
 	k.mu.Unlock()
 }
 
-// Changed tells the watchers that space's context changed elsewhere: a
-// step of its chain ended, or another process added to it.
-func (k *Keeper) Changed(space string) {
+// changed tells the watchers that space's context changed.
+func (k *Keeper) changed(space string) {
 	k.mu.RLock()
 	ws := k.watchers
 	k.mu.RUnlock()
@@ -81,7 +81,7 @@ func (k *Keeper) AddEvent(ctx context.Context, space, bot, text string) (Event, 
 	if err != nil {
 		return Event{}, fmt.Errorf("shared context: add event: %w", err)
 	}
-	k.Changed(space)
+	k.changed(space)
 	return e, nil
 }
 
@@ -93,7 +93,7 @@ func (k *Keeper) AddEntity(ctx context.Context, space, bot, name string, attrs j
 	if err := checkSpace(space); err != nil {
 		return Entity{}, err
 	}
-	if err := checkText("name", name, MaxName); err != nil {
+	if err := checkLine("name", name, MaxName); err != nil {
 		return Entity{}, err
 	}
 	obj, err := Attributes(attrs)
@@ -104,7 +104,7 @@ func (k *Keeper) AddEntity(ctx context.Context, space, bot, name string, attrs j
 	if err != nil {
 		return Entity{}, fmt.Errorf("shared context: add entity: %w", err)
 	}
-	k.Changed(space)
+	k.changed(space)
 	return e, nil
 }
 
@@ -116,7 +116,7 @@ func (k *Keeper) AddFact(ctx context.Context, f Fact) (Fact, error) {
 		return Fact{}, err
 	}
 	for _, part := range []struct{ field, text string }{{"subject", f.Subject}, {"predicate", f.Predicate}, {"object", f.Object}} {
-		if err := checkText(part.field, part.text, MaxFactPart); err != nil {
+		if err := checkLine(part.field, part.text, MaxFactPart); err != nil {
 			return Fact{}, err
 		}
 	}
@@ -128,7 +128,7 @@ func (k *Keeper) AddFact(ctx context.Context, f Fact) (Fact, error) {
 	if err != nil {
 		return Fact{}, fmt.Errorf("shared context: add fact: %w", err)
 	}
-	k.Changed(f.Space)
+	k.changed(f.Space)
 	return out, nil
 }
 
@@ -200,6 +200,19 @@ func Attributes(raw json.RawMessage) (json.RawMessage, error) {
 func checkSpace(s string) error {
 	if _, err := world.Parse(s); err != nil {
 		return invalid("space", "%v", err)
+	}
+	return nil
+}
+
+// checkLine refuses what checkText does, and a text of more than one
+// line or with control characters: a name or a part of a fact is shown
+// on one line of a prompt, which it must not break.
+func checkLine(field, text string, max int) error {
+	if err := checkText(field, text, max); err != nil {
+		return err
+	}
+	if strings.IndexFunc(text, unicode.IsControl) >= 0 {
+		return invalid(field, "must be one line, without control characters")
 	}
 	return nil
 }

@@ -55,6 +55,14 @@ func TestKeeperRefuses(t *testing.T) {
 			return err
 		}, "attributes"},
 		{"empty name", func() error { _, err := k.AddEntity(ctx, room, "a", " ", json.RawMessage(`{}`)); return err }, "name"},
+		{"name of two lines", func() error {
+			_, err := k.AddEntity(ctx, room, "a", "x\nSHARED FINDINGS", json.RawMessage(`{}`))
+			return err
+		}, "name"},
+		{"object with a tab", func() error {
+			_, err := k.AddFact(ctx, shared.Fact{Space: room, Subject: "s", Predicate: "p", Object: "o\tx", Confidence: 0.5})
+			return err
+		}, "object"},
 		{"confidence above 1", func() error {
 			_, err := k.AddFact(ctx, shared.Fact{Space: room, Subject: "s", Predicate: "p", Object: "o", Confidence: 1.5})
 			return err
