@@ -51,6 +51,29 @@ type Delegation struct {
 	Task   string `json:"task"`
 	Status string `json:"status"`
 	Depth  int    `json:"depth"`
+	// Progress is a running hand-off's newest report (SPEC §10.7); the
+	// frames keep the last one after it ends.
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Progress is how far a delegated bot says it got.
+type Progress struct {
+	Text  string `json:"text"`
+	Step  int    `json:"step,omitempty"`
+	Total int    `json:"total,omitempty"`
+}
+
+// Label is the progress as people read it, as the widget and the
+// dashboard show it: "Step 1/3: Surveying CompetitorX", "Step 2: …"
+// without a total, or the text alone.
+func (p Progress) Label() string {
+	switch {
+	case p.Step > 0 && p.Total > 0:
+		return fmt.Sprintf("Step %d/%d: %s", p.Step, p.Total, p.Text)
+	case p.Step > 0:
+		return fmt.Sprintf("Step %d: %s", p.Step, p.Text)
+	}
+	return p.Text
 }
 
 // Artifact is a file shown with a message.

@@ -37,6 +37,23 @@ func TestDecodeFrame(t *testing.T) {
 	}
 }
 
+// A delegation frame's progress decodes, and reads as the widget shows it.
+func TestDecodeProgress(t *testing.T) {
+	f, err := decodeFrame([]byte(`{"type":"delegation","id":"dlg-1","to_bot":"researcher","status":"running","progress":{"text":"Surveying CompetitorX","step":1,"total":3}}`))
+	if err != nil || f.Delegation.Progress == nil || f.Delegation.Progress.Label() != "Step 1/3: Surveying CompetitorX" {
+		t.Errorf("delegation = %+v, %v", f.Delegation, err)
+	}
+	for p, want := range map[Progress]string{
+		{Text: "Writing", Step: 2}: "Step 2: Writing",
+		{Text: "Reading"}:          "Reading",
+		{Text: "x", Total: 3}:      "x",
+	} {
+		if got := p.Label(); got != want {
+			t.Errorf("%+v: %q, want %q", p, got, want)
+		}
+	}
+}
+
 // FuzzDecodeFrame: any bytes from the server decode or fail, never
 // panic; a decoded frame keeps its bytes.
 func FuzzDecodeFrame(f *testing.F) {

@@ -35,8 +35,10 @@ only when addressed: @id or @alias, /id, or a name in a hand-off.
 
 Replies print as they arrive ("Finn Shipley: …") above the line you
 are typing, a turn in progress as a passing "Finn Shipley is typing…"
-line, hand-off changes as "[hand-off → Finn Shipley: running]" and a
-help request's as "[help request → Finn Shipley: done]". The line
+line, hand-off changes as "[hand-off → Finn Shipley: running]" (while
+it reports progress, "[hand-off → Researcher: Step 1/3: Surveying
+CompetitorX]") and a help request's as "[help request → Finn Shipley:
+done]". The line
 editor keeps a history (up and down arrows). /quit, Ctrl-D on an empty
 line or Ctrl-C leaves.
 
@@ -180,10 +182,16 @@ func chatLine(conn *cliclient.Conn, f cliclient.Frame, self string) string {
 		return name + ": " + text
 	case "delegation":
 		if d := f.Delegation; d != nil {
-			if d.Kind == "help" {
-				return fmt.Sprintf("[help request → %s: %s]", conn.BotName(d.To), d.Status)
+			// While it runs, its newest progress report says more than
+			// "running"; once it ends, its status says it.
+			status := d.Status
+			if p := d.Progress; p != nil && p.Text != "" && d.Status == "running" {
+				status = p.Label()
 			}
-			return fmt.Sprintf("[hand-off → %s: %s]", conn.BotName(d.To), d.Status)
+			if d.Kind == "help" {
+				return fmt.Sprintf("[help request → %s: %s]", conn.BotName(d.To), status)
+			}
+			return fmt.Sprintf("[hand-off → %s: %s]", conn.BotName(d.To), status)
 		}
 	case "error":
 		return fmt.Sprintf("! %s: %s", f.Code, f.Message)

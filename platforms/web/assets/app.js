@@ -357,6 +357,7 @@
       case 'bots': onBots(f); break;
       case 'finding': onFinding(f); break;
       case 'findings': onFindings(f); break;
+      case 'context': onContext(f); break;
       case 'error': onError(f); break;
       default: break; // forward compatible: ignore unknown frames
     }
@@ -560,6 +561,7 @@
 
   function onError(f) {
     if (f.client_id && findingsAsked.delete(f.client_id)) return; // the board is an extra: no toast
+    if (f.client_id && contextAsked.delete(f.client_id)) return;  // so is the context panel
     const text = errorText(f);
     const entry = f.client_id ? state.pending.get(f.client_id) : null;
     if (entry) {
@@ -703,6 +705,7 @@
     state.pending.clear();
     state.outbox = [];
     state.delegations.clear();
+    contexts.clear();
     state.goneBots.clear();
     state.current = null;
     for (const b of sideItems.values()) b.remove();
@@ -809,6 +812,7 @@
       if (state.current === conv.key && !conv.loaded) renderMessages(false);
     }
     requestFindings(conv);
+    requestContext(conv);
   }
 
   // ------------------------------------------------------------------ sidebar
@@ -943,6 +947,7 @@
     renderTyping();
     renderDelegationPanel();
     renderFindingsPanel();
+    renderContextPanel();
     if (conv) requestHistory(conv);
     updateComposerState();
     if (opts && opts.focus && conv) dom.composer.focus({ preventScroll: true });
@@ -1478,6 +1483,9 @@
       kind: d.kind ?? (prev && prev.kind),
       status: d.status || (prev && prev.status) || 'queued',
       depth: d.depth ?? (prev && prev.depth),
+      // The newest progress report (SPEC §10.7): frames keep the last one
+      // after the hand-off ends; a frame without one changes nothing.
+      progress: d.progress && typeof d.progress === 'object' ? d.progress : prev && prev.progress,
     });
     state.delegations.set(id, rec);
     updateDelegTags(rec);
@@ -1498,13 +1506,20 @@
     schedulePanel();
   }
 
-  // The hand-offs of a conversation: those seen in it, and in a private
+  // The hand-offs of a conversation: those seen in it, in a private
   // chat those its bot started or was given (for this person: the
-  // gateway sends no one else's).
+  // gateway sends no one else's), and in a room those between two of its
+  // bots not seen in any chat yet. A hand-off a bot makes by its
+  // delegate action has no message until its target answers, and its
+  // frames name no chat: so that a room shows it (and its progress)
+  // while it runs, it is taken to be the room's until a message of it
+  // says where it is.
   function delegationsOf(conv) {
     if (!conv) return [];
+    const room = conv.kind === 'room' ? state.rooms.get(conv.id) : null;
     return [...state.delegations.values()]
-      .filter((d) => d.convs.has(conv.key) || (conv.kind === 'bot' && (d.from_bot === conv.id || d.to_bot === conv.id)))
+      .filter((d) => d.convs.has(conv.key) || (conv.kind === 'bot' && (d.from_bot === conv.id || d.to_bot === conv.id)) ||
+        (room && d.convs.size === 0 && room.bots.includes(d.from_bot) && room.bots.includes(d.to_bot)))
       .sort((a, b) => b.order - a.order);
   }
 
@@ -1515,17 +1530,35 @@
     return `${botName(d.from_bot)} → ${botName(d.to_bot)}`;
   }
 
-  // Row text reads "Matty Atlas → Finn Shipley: build the login page · running".
+  // Row text reads "Matty Atlas → Finn Shipley: build the login page · running",
+  // or while it reports progress "… · Step 1/3: Surveying CompetitorX".
   function delegationRow(rec) {
     const li = el('li', 'delegation');
     li.dataset.id = rec.id;
     li.dataset.status = rec.status;
     const who = el('span', 'deleg-who', delegWho(rec));
     const task = el('span', 'deleg-task', rec.task || '');
-    const status = el('span', 'deleg-status', rec.status);
-    li.append(el('span', 'deleg-dot'), who, document.createTextNode(': '), task, document.createTextNode(' · '), status);
-    li.title = `${delegWho(rec)}: ${rec.task || ''}${rec.depth > 1 ? ` (depth ${rec.depth})` : ''} — ${rec.status}`;
+    const label = progressLabel(rec);
+    const status = el('span', 'deleg-status' + (label ? ' deleg-progress' : ''), label || rec.status);
+    // A progress label has a line of its own, so that a phone shows it.
+    li.classList.toggle('has-progress', !!label);
+    li.append(el('span', 'deleg-dot'), who, document.createTextNode(': '), task, el('span', 'deleg-sep', ' · '), status);
+    li.title = `${delegWho(rec)}: ${rec.task || ''}${rec.depth > 1 ? ` (depth ${rec.depth})` : ''} — ${label || rec.status}`;
     return li;
+  }
+
+  // A running hand-off's progress as people read it (delegation.Progress's
+  // Label): "Step 1/3: Surveying CompetitorX", "Step 2: …" without a
+  // total, or the text alone; "" when it is not running or reported none.
+  // Done, failed and refused say so instead.
+  function progressLabel(d) {
+    const p = d && d.progress;
+    if (!p || d.status !== 'running' || !p.text) return '';
+    const step = Number(p.step) || 0;
+    const total = Number(p.total) || 0;
+    if (step > 0 && total > 0) return `Step ${step}/${total}: ${p.text}`;
+    if (step > 0) return `Step ${step}: ${p.text}`;
+    return String(p.text);
   }
 
   let panelQueued = false;
@@ -1587,8 +1620,11 @@
 
   function fillDelegTag(tag, d) {
     tag.dataset.status = d.status || 'queued';
-    tag.replaceChildren(el('span', 'deleg-dot'), el('span', null, `${delegWho(d)} · ${d.status || 'queued'}`));
-    tag.title = d.task || '';
+    const label = progressLabel(d);
+    const text = el('span', 'deleg-tag-text', `${delegWho(d)} · `);
+    text.append(el('span', label ? 'deleg-progress' : 'deleg-state', label || d.status || 'queued'));
+    tag.replaceChildren(el('span', 'deleg-dot'), text);
+    tag.title = label ? `${d.task || ''}\n${label}` : d.task || '';
   }
 
   function updateDelegTags(rec) {
@@ -1697,6 +1733,284 @@
       div.append(time);
     }
     return div;
+  }
+
+  // ---------------------------------------------------------- shared context
+
+  // The shared context (SPEC §10.7) of the open room, in a panel beside
+  // the messages: the artifact chain (each hand-off that ended here, its
+  // producer, the files it produced and the files it was handed), and the
+  // events, entities and facts its bots recorded. `context` asks for it
+  // when a room opens; the gateway pushes the same frame to every
+  // connection in the room whenever it changes, so the panel stays
+  // current. A private chat has no panel. On a wide screen the panel is a
+  // column the person may close (remembered); on a narrow one, and in the
+  // embedded widget, a drawer from the right, closed until asked for.
+  const CONTEXT_LIMIT = 50;
+  const CONTEXT_CLOSED_KEY = 'switchboard.context.closed'; // '1': closed on wide screens
+  const CONTEXT_WIDE = '(min-width: 1100px)';
+  const contexts = new Map();      // room name -> {events, entities, facts, chain}
+  const contextAsked = new Map();  // client_id -> room: context frames not yet answered
+  let contextDrawer = false;       // the drawer is open (narrow screens)
+
+  function requestContext(conv) {
+    if (!conv || conv.kind !== 'room' || !conn.ready) return;
+    const f = { type: 'context', chat: conv.id, limit: CONTEXT_LIMIT, client_id: newClientId() };
+    contextAsked.set(f.client_id, conv.id);
+    sendFrame(f);
+  }
+
+  // An answer or a push: the frame is the room's whole context.
+  function onContext(f) {
+    const room = String(f.chat || '');
+    if (!room) return; // a person's private space: no panel shows it
+    for (const [id, r] of contextAsked) if (r === room) contextAsked.delete(id);
+    if (!state.rooms.has(room)) return;
+    const list = (x) => (Array.isArray(x) ? x.filter((it) => it && typeof it === 'object') : []);
+    const prev = contexts.get(room);
+    contexts.set(room, { events: list(f.events), entities: list(f.entities), facts: list(f.facts), chain: list(f.chain) });
+    const cur = currentConv();
+    if (!cur || cur.kind !== 'room' || cur.id !== room) return; // another room's: shown when it opens
+    if (prev && !contextShown()) dom.contextToggle.classList.add('has-news');
+    renderContextPanel(prev);
+  }
+
+  function contextWide() {
+    return !EMBED && window.matchMedia(CONTEXT_WIDE).matches;
+  }
+
+  // Whether the open conversation's panel is showing.
+  function contextShown() {
+    const conv = currentConv();
+    if (!conv || conv.kind !== 'room') return false;
+    return contextWide() ? storage.get(CONTEXT_CLOSED_KEY) !== '1' : contextDrawer;
+  }
+
+  function setContextShown(show) {
+    if (contextWide()) storage.set(CONTEXT_CLOSED_KEY, show ? '0' : '1');
+    else {
+      if (show) closeDrawer();
+      contextDrawer = show;
+    }
+    renderContextPanel();
+    if (show) dom.contextClose.focus({ preventScroll: true });
+    else if (!dom.contextToggle.hidden) dom.contextToggle.focus({ preventScroll: true });
+  }
+
+  function closeContextDrawer() {
+    if (contextDrawer) setContextShown(false);
+  }
+
+  // prev: the room's context before a push, whose new items are
+  // highlighted a moment.
+  function renderContextPanel(prev) {
+    const conv = currentConv();
+    const room = conv && conv.kind === 'room';
+    const shown = contextShown();
+    const wide = contextWide();
+    dom.contextToggle.hidden = !room;
+    dom.contextToggle.setAttribute('aria-pressed', String(shown));
+    if (shown) dom.contextToggle.classList.remove('has-news');
+    dom.contextPanel.hidden = !shown;
+    dom.app.classList.toggle('context-open', shown && wide);
+    dom.contextPanel.classList.toggle('drawer', shown && !wide);
+    // The scrim is the sidebar drawer's too.
+    dom.scrim.hidden = !(dom.app.classList.contains('drawer-open') || (shown && !wide));
+    if (!room) return;
+    dom.contextSub.textContent = `#${conv.id} · what its bots recorded`;
+    const c = contexts.get(conv.id);
+    if (!c) {
+      const box = el('div', 'ctx-loading');
+      box.append(el('span', 'spinner'), el('span', null, 'Loading the context…'));
+      dom.contextBody.replaceChildren(box);
+      return;
+    }
+    const empty = !c.chain.length && !c.events.length && !c.entities.length && !c.facts.length;
+    const parts = [];
+    if (empty) parts.push(el('p', 'ctx-intro', 'As the bots here work, what they record shows here: the files each hand-off produced, and the events, entities and facts they noted.'));
+    parts.push(
+      ctxSection('chain', 'Artifact chain', c.chain.length, chainList(c.chain, prev), 'No hand-off has ended in this room yet.'),
+      ctxSection('events', 'Events', c.events.length, eventList(c.events, prev), 'No events yet.'),
+      ctxSection('entities', 'Entities', c.entities.length, entityList(c.entities), 'No entities yet.'),
+      ctxSection('facts', 'Facts', c.facts.length, factList(c.facts), 'No facts yet.'),
+    );
+    const scroll = dom.contextBody.scrollTop;
+    dom.contextBody.replaceChildren(...parts);
+    dom.contextBody.scrollTop = scroll;
+    for (const f of dom.contextBody.querySelectorAll('.fresh')) setTimeout(() => f.classList.remove('fresh'), 1500);
+  }
+
+  function ctxSection(name, title, n, list, emptyText) {
+    const sec = el('section', 'ctx-section');
+    sec.dataset.section = name;
+    const h = el('h3', 'ctx-title', title);
+    if (n) h.append(el('span', 'ctx-count', String(n)));
+    sec.append(h, n ? list : el('p', 'ctx-empty', emptyText));
+    return sec;
+  }
+
+  // "just now", "5 min ago", "3 h ago", then the date.
+  function ago(d) {
+    const s = (Date.now() - d.getTime()) / 1000;
+    if (s < 45) return 'just now';
+    if (s < 3600) return `${Math.max(1, Math.round(s / 60))} min ago`;
+    if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+    return dayFmt.format(d);
+  }
+
+  function agoEl(t) {
+    const d = parseTime(t);
+    if (!d) return null;
+    const time = el('time', 'ctx-time', ago(d));
+    time.dateTime = d.toISOString();
+    time.title = fullFmt.format(d);
+    return time;
+  }
+
+  // The artifact chain, oldest step first: "1 Researcher", its task, the
+  // files it was handed ("from …") and those it produced, each a link to
+  // its content with its size and hash.
+  function chainList(chain, prev) {
+    const seen = new Set(prev ? prev.chain.map((s) => String(s.step)) : []);
+    const ol = el('ol', 'ctx-chain');
+    for (const st of chain) {
+      const li = el('li', 'ctx-step');
+      li.dataset.step = String(st.step);
+      li.dataset.status = String(st.status || 'done');
+      li.dataset.producer = String(st.producer || '');
+      if (prev && !seen.has(String(st.step))) li.classList.add('fresh');
+      const body = el('div', 'ctx-step-body');
+      const head = el('div', 'ctx-step-head');
+      const who = el('span', 'ctx-producer', botName(st.producer));
+      who.title = String(st.producer || '');
+      head.append(who);
+      if (st.status === 'failed') head.append(el('span', 'ctx-failed', 'failed'));
+      const t = agoEl(st.time);
+      if (t) head.append(t);
+      body.append(head);
+      if (st.task) {
+        const task = el('div', 'ctx-task', st.task);
+        task.title = st.task;
+        body.append(task);
+      }
+      const inputs = Array.isArray(st.inputs) ? st.inputs : [];
+      if (inputs.length) {
+        const from = el('div', 'ctx-from', 'from ');
+        inputs.forEach((f, i) => {
+          if (i) from.append(', ');
+          from.append(fileLink(f, 'ctx-input'));
+        });
+        body.append(from);
+      }
+      const outputs = Array.isArray(st.outputs) ? st.outputs : [];
+      if (outputs.length) {
+        const files = el('ul', 'ctx-files');
+        for (const f of outputs) files.append(fileRow(f));
+        body.append(files);
+      } else {
+        body.append(el('div', 'ctx-nofiles', st.status === 'failed' ? 'No files: the hand-off failed.' : 'No files.'));
+      }
+      li.append(el('span', 'ctx-step-num', String(st.step)), body);
+      li.title = `Step ${st.step}: ${botName(st.producer)}${st.status === 'failed' ? ' (failed)' : ''}`;
+      ol.append(li);
+    }
+    return ol;
+  }
+
+  // A file of the chain as a link to its content, downloaded as a
+  // message's files are.
+  function fileLink(f, cls) {
+    const a = el('a', cls, f.name || 'file');
+    if (f.id != null) a.href = artifactUrl(f.id);
+    a.setAttribute('download', f.name || '');
+    a.rel = 'noreferrer';
+    a.dataset.artifactId = String(f.id);
+    a.title = `Download ${f.name || 'the file'}`;
+    return a;
+  }
+
+  // An output: its name, then its size and the start of its SHA-256 (the
+  // whole hash on hover).
+  function fileRow(f) {
+    const li = el('li', 'ctx-file');
+    const link = fileLink(f, 'ctx-file-name');
+    const meta = el('span', 'ctx-file-meta');
+    const size = window.SwitchboardAttachments ? window.SwitchboardAttachments.humanSize(f.size) : `${f.size} B`;
+    if (size) meta.append(size);
+    if (f.sha256) {
+      if (size) meta.append(' · ');
+      const hash = el('span', 'ctx-hash', String(f.sha256).slice(0, 8));
+      hash.title = `sha256:${f.sha256}`;
+      meta.append(hash);
+    }
+    li.append(link, meta);
+    return li;
+  }
+
+  // Events, newest last: the bot, what it noted, when.
+  function eventList(events, prev) {
+    const seen = new Set(prev ? prev.events.map((e) => String(e.id)) : []);
+    const ol = el('ol', 'ctx-events');
+    for (const e of events) {
+      const li = el('li', 'ctx-event');
+      if (prev && !seen.has(String(e.id))) li.classList.add('fresh');
+      const who = el('span', 'ctx-who', botName(e.bot));
+      who.title = String(e.bot || '');
+      const text = el('span', 'ctx-text');
+      fillText(text, e.text || '');
+      const t = agoEl(e.time);
+      if (t) li.append(t); // first: it floats to the right of the first line
+      li.append(who, text);
+      ol.append(li);
+    }
+    return ol;
+  }
+
+  // Entities: the name, then each attribute as "key: value".
+  function entityList(entities) {
+    const ul = el('ul', 'ctx-entities');
+    for (const e of entities) {
+      const li = el('li', 'ctx-entity');
+      const head = el('div', 'ctx-entity-head');
+      head.append(el('span', 'ctx-entity-name', e.name || ''));
+      const by = el('span', 'ctx-by', botName(e.updated_by));
+      by.title = `Last updated by ${botName(e.updated_by)}`;
+      head.append(by);
+      li.append(head);
+      const attrs = e.attributes && typeof e.attributes === 'object' && !Array.isArray(e.attributes) ? e.attributes : {};
+      const dl = el('dl', 'ctx-attrs');
+      for (const [k, v] of Object.entries(attrs)) {
+        const row = el('div', 'ctx-attr');
+        row.append(el('dt', null, k), el('dd', null, typeof v === 'string' ? v : JSON.stringify(v)));
+        dl.append(row);
+      }
+      if (dl.childElementCount) li.append(dl);
+      ul.append(li);
+    }
+    return ul;
+  }
+
+  // Facts: subject predicate object, with how sure its bot is.
+  function factList(facts) {
+    const ul = el('ul', 'ctx-facts');
+    for (const f of facts) {
+      const li = el('li', 'ctx-fact');
+      const line = el('div', 'ctx-fact-line');
+      line.append(el('span', 'ctx-subject', f.subject || ''), ' ', el('span', 'ctx-predicate', f.predicate || ''), ' ', el('span', 'ctx-object', f.object || ''));
+      const c = Number(f.confidence);
+      const conf = el('span', 'ctx-conf', Number.isFinite(c) ? c.toFixed(2) : '?');
+      conf.dataset.level = c >= 0.8 ? 'high' : c >= 0.5 ? 'medium' : 'low';
+      conf.title = `Confidence ${Number.isFinite(c) ? c : 'unknown'}`;
+      const meta = el('div', 'ctx-fact-meta');
+      const who = el('span', 'ctx-who', botName(f.bot));
+      who.title = String(f.bot || '');
+      meta.append(conf, who);
+      const t = agoEl(f.time);
+      if (t) meta.append(t);
+      li.append(line, meta);
+      ul.append(li);
+    }
+    return ul;
   }
 
   // ------------------------------------------------ where a message was said
@@ -2016,6 +2330,7 @@
       'close-embed', 'auth-banner', 'auth-detail', 'continue-anon', 'retry-auth', 'delegation-panel',
       'deleg-toggle', 'deleg-count', 'delegations', 'deleg-finished', 'deleg-finished-count', 'deleg-done', 'messages', 'jump', 'typing', 'typing-text',
       'findings-panel', 'findings-toggle', 'findings-count', 'findings-list',
+      'context-toggle', 'context-panel', 'context-sub', 'context-close', 'context-body',
       'composer-form', 'mentions', 'composer', 'send', 'room-dialog', 'room-form', 'room-name', 'room-bots',
       'room-error', 'room-cancel', 'room-open', 'invite-room', 'invite-dialog', 'invite-form', 'invite-title',
       'invite-user', 'invite-error', 'invite-cancel', 'toasts', 'elsewhere-toggle', 'conv-notice', 'conv-notice-text'];
@@ -2058,11 +2373,19 @@
     });
     dom.elsewhereToggle.addEventListener('click', () => setShowElsewhere(!state.showElsewhere));
     dom.findingsToggle.addEventListener('click', toggleFindingsPanel);
+    dom.contextToggle.addEventListener('click', () => setContextShown(!contextShown()));
+    dom.contextClose.addEventListener('click', () => setContextShown(false));
+    dom.scrim.addEventListener('click', closeContextDrawer);
+    // Crossing the width where the panel stops being a column.
+    window.matchMedia(CONTEXT_WIDE).addEventListener('change', () => { contextDrawer = false; renderContextPanel(); });
+    // The panel's "5 min ago" stay true.
+    setInterval(() => { if (contextShown() && !pageHidden()) renderContextPanel(); }, 60 * 1000);
 
     document.addEventListener('keydown', (e) => {
       if (e.key !== 'Escape') return;
       if (!dom.roomDialog.hidden) closeRoomDialog();
       else if (!dom.inviteDialog.hidden) closeInviteDialog();
+      else if (contextDrawer) closeContextDrawer();
       else if (dom.app.classList.contains('drawer-open')) closeDrawer();
       else postToParent({ type: 'close' }); // Escape inside the iframe never reaches the host page
     });
