@@ -92,7 +92,8 @@ func (r Record) Finished() bool {
 
 // Ref is the record's short form, as the widget shows it.
 func (r Record) Ref() *Ref {
-	return &Ref{ID: r.ID, Kind: r.Kind, From: r.From, To: r.To, Task: r.Task, Status: r.Status, Depth: r.Depth, Progress: r.Progress}
+	return &Ref{ID: r.ID, Kind: r.Kind, From: r.From, To: r.To, Task: r.Task, Status: r.Status, Depth: r.Depth, Progress: r.Progress,
+		Origin: r.Origin}
 }
 
 // Ref is a delegation's status as watchers see it.
@@ -107,6 +108,9 @@ type Ref struct {
 	Depth  int    `json:"depth"`
 	// Progress is a running delegation's newest report (SPEC §10.7).
 	Progress *Progress `json:"progress,omitempty"`
+	// Origin is the chat the hand-off was asked in; a platform shows
+	// it as the frame's chat when the chat is its own.
+	Origin chat.Ref `json:"-"`
 }
 
 // Update changes a delegation's status.

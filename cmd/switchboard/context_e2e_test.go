@@ -257,6 +257,9 @@ func runWorkedExample(t *testing.T, dir string, execAuditor bool) {
 		switch f["type"] {
 		case "delegation":
 			fr := frame{to: f["to_bot"].(string), status: f["status"].(string)}
+			if f["chat"] != "launch" {
+				t.Errorf("a delegation frame names chat %v, want the room it was asked in", f["chat"])
+			}
 			if p, ok := f["progress"].(map[string]any); ok {
 				fr.progress = fmt.Sprintf("%v/%v %v", p["step"], p["total"], p["text"])
 			}

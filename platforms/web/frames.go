@@ -217,6 +217,9 @@ func artifactFrames(arts []chat.Artifact) []artifactFrame {
 type delegationFrame struct {
 	Type string `json:"type"`
 	delegation.Ref
+	// Chat is the chat the hand-off was asked in, when it is one of
+	// this platform's (a room's name, or a private chat's ID).
+	Chat string `json:"chat,omitempty"`
 }
 
 type typingFrame struct {

@@ -384,13 +384,17 @@ func (a *Adapter) PrivateChat(_ context.Context, bot, platformID string) (string
 // DelegationChanged implements gateway.DelegationWatcher: the user's open
 // widget connections get a delegation frame.
 func (a *Adapter) DelegationChanged(ref delegation.Ref, platformIDs []string) {
-	a.delegationChanged(ref, platformIDs, "web-")
+	a.delegationChanged(ref, platformIDs, gateway.PlatformWeb, "web-")
 }
 
 // delegationChanged sends a delegation frame to the connections of the
-// platform IDs that start with prefix (the web's or the terminal's).
-func (a *Adapter) delegationChanged(ref delegation.Ref, platformIDs []string, prefix string) {
+// platform IDs that start with prefix (the web's or the terminal's, of
+// platform).
+func (a *Adapter) delegationChanged(ref delegation.Ref, platformIDs []string, platform, prefix string) {
 	f := delegationFrame{Type: "delegation", Ref: ref}
+	if ref.Origin.Platform == platform {
+		f.Chat = ref.Origin.ID
+	}
 	a.mu.RLock()
 	var conns []*conn
 	for _, pid := range platformIDs {

@@ -1483,6 +1483,8 @@
       kind: d.kind ?? (prev && prev.kind),
       status: d.status || (prev && prev.status) || 'queued',
       depth: d.depth ?? (prev && prev.depth),
+      // The chat it was asked in, when the frame names one of ours.
+      chat: d.chat ?? (prev && prev.chat),
       // The newest progress report (SPEC §10.7): frames keep the last one
       // after the hand-off ends; a frame without one changes nothing.
       progress: d.progress && typeof d.progress === 'object' ? d.progress : prev && prev.progress,
@@ -1508,18 +1510,16 @@
 
   // The hand-offs of a conversation: those seen in it, in a private
   // chat those its bot started or was given (for this person: the
-  // gateway sends no one else's), and in a room those between two of its
-  // bots not seen in any chat yet. A hand-off a bot makes by its
-  // delegate action has no message until its target answers, and its
-  // frames name no chat: so that a room shows it (and its progress)
-  // while it runs, it is taken to be the room's until a message of it
-  // says where it is.
+  // gateway sends no one else's), and in a room those asked in it. A
+  // hand-off a bot makes by its delegate action has no message until its
+  // target answers; its frames name the chat it was asked in, so a room
+  // shows it (and its progress) while it runs.
   function delegationsOf(conv) {
     if (!conv) return [];
     const room = conv.kind === 'room' ? state.rooms.get(conv.id) : null;
     return [...state.delegations.values()]
       .filter((d) => d.convs.has(conv.key) || (conv.kind === 'bot' && (d.from_bot === conv.id || d.to_bot === conv.id)) ||
-        (room && d.convs.size === 0 && room.bots.includes(d.from_bot) && room.bots.includes(d.to_bot)))
+        (room && d.convs.size === 0 && d.chat === conv.id))
       .sort((a, b) => b.order - a.order);
   }
 
