@@ -157,3 +157,25 @@ func TestMediaType(t *testing.T) {
 		}
 	}
 }
+
+// What a delegated turn writes at the top of its directory besides the
+// expected outputs is collected too, after them, by name: not hidden
+// files, symlinks, directories or the inputs it left alone.
+func TestOtherFilesAreCollected(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "writer.sh")
+	body := "#!/bin/sh\necho sum > summary.md\necho r > report.txt\necho a > a-notes.txt\necho h > .hidden\n" +
+		"mkdir -p sub && echo s > sub/f\nln -sf report.txt link.txt\necho done\n"
+	if err := os.WriteFile(prog, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrain(t, Config{Command: []string{prog}, WorkRoot: filepath.Join(dir, "work")})
+	r := reply(t, b, task("dlg-1"))
+	if got, want := names(r.Artifacts), "summary.md=text/markdown; charset=utf-8,a-notes.txt=text/plain; charset=utf-8,report.txt=text/plain; charset=utf-8"; got != want {
+		t.Errorf("artifacts %s, want %s", got, want)
+	}
+	// An ordinary turn collects nothing.
+	if r := reply(t, b, turn("and now?", "")); len(r.Artifacts) != 0 {
+		t.Errorf("an ordinary turn collected %s", names(r.Artifacts))
+	}
+}

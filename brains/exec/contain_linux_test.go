@@ -210,9 +210,11 @@ if [ -f notes.md ]; then cat notes.md > summary.md; fi
 	if r.Text != want {
 		t.Errorf("the child reported:\n%s\nwant:\n%s", r.Text, want)
 	}
-	// Inputs given to the user, outputs collected.
-	if len(r.Artifacts) != 1 || r.Artifacts[0].Name != "summary.md" || string(r.Artifacts[0].Content) != "we sell bots" {
-		t.Errorf("artifacts %s, want summary.md made from the input", names(r.Artifacts))
+	// Inputs given to the user, outputs collected: the expected one,
+	// then what else the task wrote.
+	if len(r.Artifacts) != 2 || r.Artifacts[0].Name != "summary.md" || string(r.Artifacts[0].Content) != "we sell bots" ||
+		r.Artifacts[1].Name != "mine.txt" {
+		t.Errorf("artifacts %s, want summary.md made from the input, then mine.txt", names(r.Artifacts))
 	}
 	for _, c := range []struct {
 		path string

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -80,14 +81,33 @@ func (b *Brain) prepare(dir string, d *brains.Delegation) (*delegationRun, error
 			r.before[e.Name] = fileState{size: fi.Size(), mod: fi.ModTime()}
 		}
 	}
+	// Every other file at the top of the directory too: one the task
+	// writes there besides its expected outputs is recorded as well.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("exec brain: working directory: %w", err)
+	}
+	for _, ent := range entries {
+		if fi, err := ent.Info(); err == nil && fi.Mode().IsRegular() {
+			r.before[ent.Name()] = fileState{size: fi.Size(), mod: fi.ModTime()}
+		}
+	}
 	b.mu.Lock()
 	b.runs[dir] = r
 	b.mu.Unlock()
 	return r, nil
 }
 
+// maxExtra bounds the files a delegated turn is credited with besides its
+// expected outputs.
+const maxExtra = 16
+
 // collect returns the expected outputs written since the task began, in
-// the order expected. Missing ones are left out for the gateway's check
+// the order expected, then the other files written at the top of the
+// directory since then (SPEC §10.7: what a delegated turn produces is
+// recorded, expected or not), by name, at most maxExtra: regular files
+// only, not hidden ones, not the gateway's own (switchboard-mcp.json),
+// none over MaxArtifact (skipped with a warning). Missing ones are left out for the gateway's check
 // to report; a symlink, directory or other non-regular file under an
 // expected name is skipped with a warning. Files are opened through an
 // os.Root of the directory and checked again once open, so a program
@@ -125,7 +145,50 @@ func (r *delegationRun) collect(log *slog.Logger, expected []brains.Expected) ([
 		}
 		arts = append(arts, brains.Artifact{Name: e.Name, MediaType: mediaType(e, content), Content: content})
 	}
-	return arts, nil
+	return append(arts, r.extras(log, root, expected)...), nil
+}
+
+// extras returns the files written since the task began that collect
+// credits besides the expected outputs.
+func (r *delegationRun) extras(log *slog.Logger, root *os.Root, expected []brains.Expected) []brains.Artifact {
+	d, err := root.Open(".")
+	if err != nil {
+		log.Warn("the working directory could not be listed; only expected outputs collected", "err", err)
+		return nil
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		log.Warn("the working directory could not be listed; only expected outputs collected", "err", err)
+		return nil
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	var arts []brains.Artifact
+	for _, ent := range entries {
+		name := ent.Name()
+		if strings.HasPrefix(name, ".") || name == MCPConfigFile || !ent.Type().IsRegular() ||
+			slices.ContainsFunc(expected, func(e brains.Expected) bool { return e.Name == name }) {
+			continue
+		}
+		fi, err := ent.Info()
+		if err != nil {
+			continue
+		}
+		if was, ok := r.before[name]; ok && was.size == fi.Size() && was.mod.Equal(fi.ModTime()) {
+			continue
+		}
+		if len(arts) == maxExtra {
+			log.Warn("more files written than are collected besides the expected outputs", "collected", maxExtra)
+			break
+		}
+		content, err := readRegular(root, name)
+		if err != nil {
+			log.Warn("a file the task wrote is not collected", "name", name, "err", err)
+			continue
+		}
+		arts = append(arts, brains.Artifact{Name: name, MediaType: mediaType(brains.Expected{Name: name}, content), Content: content})
+	}
+	return arts
 }
 
 // errNotRegular is readRegular's error for anything but a regular file.

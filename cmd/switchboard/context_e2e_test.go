@@ -225,6 +225,7 @@ func TestWorkedExampleExecAuditor(t *testing.T) {
           grep -q CompetitorX artifacts/competitors.json
           grep -q '"theirs"' artifacts/api-comparison.json
           printf '{"valid": true, "checked": ["competitors.json", "api-comparison.json"], "sizes": [%s, %s]}' "$a" "$b" > validation.json
+          echo "both files agree" > audit-notes.txt
           echo "Validated from artifacts/: $(ls artifacts | tr '\n' ' ')sizes $a $b"
     platforms:
       web: {}
@@ -329,6 +330,12 @@ func runWorkedExample(t *testing.T, dir string, execAuditor bool) {
 	if len(got.Chain) != 3 {
 		t.Fatalf("chain = %+v", got.Chain)
 	}
+	// An exec auditor's other file is recorded too, after the expected
+	// one.
+	auditorOutputs := "validation.json"
+	if execAuditor {
+		auditorOutputs += ",audit-notes.txt"
+	}
 	names := func(fs []struct{ ID, Name string }) string {
 		var out []string
 		for _, f := range fs {
@@ -339,7 +346,7 @@ func runWorkedExample(t *testing.T, dir string, execAuditor bool) {
 	for i, want := range []struct{ producer, inputs, outputs string }{
 		{"researcher", "", "competitors.json"},
 		{"coder", "competitors.json", "api-comparison.json"},
-		{"auditor", "competitors.json,api-comparison.json", "validation.json"},
+		{"auditor", "competitors.json,api-comparison.json", auditorOutputs},
 	} {
 		st := got.Chain[i]
 		if st.Step != i+1 || st.Producer != want.producer || st.Status != "done" ||
@@ -374,7 +381,7 @@ func runWorkedExample(t *testing.T, dir string, execAuditor bool) {
 	for _, st := range got.Chain {
 		_, d := apiGet(t, m, "/api/v1/delegations/"+st.DelegationID, m.AdminToken)
 		arts, _ := d["artifacts"].([]any)
-		if d["status"] != "done" || len(arts) != 1 {
+		if d["status"] != "done" || len(arts) != len(st.Outputs) {
 			t.Fatalf("delegation %s = %v", st.DelegationID, d)
 		}
 		if p, _ := d["progress"].(map[string]any); !execAuditor || st.Producer != "auditor" {
