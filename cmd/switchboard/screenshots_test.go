@@ -27,6 +27,7 @@ var screenshots = []struct {
 }{
 	{name: "widget.png", width: 1280, height: 800},
 	{name: "widget-mobile.png", width: 390, height: 844, mobile: true},
+	{name: "room.png", width: 1280, height: 800},
 	{name: "dashboard.png", width: 1280, height: 800, full: true},
 }
 
@@ -36,7 +37,8 @@ const screenshotSecret = "screenshots"
 // TestScreenshots runs the gateway on the example configuration (a copy
 // of the repository's bots.yaml and users.yaml, no tokens) with a little
 // traffic and takes the README's screenshots: the widget as Bryan on a
-// desktop and on a phone, and the dashboard. With SCREENSHOTS=DIR (make
+// desktop and on a phone, his room with the research team, and the
+// dashboard. With SCREENSHOTS=DIR (make
 // screenshots sets docs/img; a relative DIR is from the repository root)
 // it writes them there; without, it checks them and keeps nothing.
 func TestScreenshots(t *testing.T) {
@@ -138,11 +140,30 @@ func TestScreenshots(t *testing.T) {
 	waitJS(t, ctx, "the chat's history", `document.querySelector("#messages").innerText.includes("Finn Shipley finished")`)
 	shoot("widget-mobile.png", false)
 
-	// The dashboard, with Matty's session with Bryan open.
+	// Bryan's room with the research team: the worked example of
+	// bots.yaml, its artifact chain in the room's Context panel.
+	// The page keeps its rooms in localStorage: this one is made when the
+	// page joins it.
 	setViewport(t, ctx, screenshots[2].width, screenshots[2].height, false)
+	room := `localStorage.setItem("switchboard.rooms.web-bryan", JSON.stringify([{name: "launch", bots: ["mattyatlas", "researcher", "coder", "auditor"]}])); true`
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](room)); err != nil {
+		t.Fatalf("the room: %v", err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(widget), chromedp.WaitVisible(chromedp.CSS(`#composer`)),
+		chromedp.Click(chromedp.CSS(`button.room[data-chat="launch"]`)), chromedp.WaitVisible(chromedp.CSS(`#context-panel .ctx-intro`))); err != nil {
+		t.Fatalf("the room: %v", err)
+	}
+	send("@matty compare our API with CompetitorX")
+	waitJS(t, ctx, "the chain's third step", `document.querySelector("#context-panel .ctx-step[data-step='3']")`)
+	waitHandOffsSettled(t, m)
+	time.Sleep(1600 * time.Millisecond) // the new step's highlight fades
+	shoot("room.png", false)
+
+	// The dashboard, with Matty's session with Bryan open.
+	setViewport(t, ctx, screenshots[3].width, screenshots[3].height, false)
 	signIn(t, ctx, m)
 	waitJS(t, ctx, "the hand-offs", `document.querySelectorAll('#delegations li.dlg[data-status="done"]').length >= 2`)
-	waitJS(t, ctx, "the brains' latency", `document.querySelectorAll("#h-brains td.p50").length === 3`)
+	waitJS(t, ctx, "the brains' latency", `document.querySelectorAll("#h-brains td.p50").length === 6`)
 	waitJS(t, ctx, "Matty's session with Bryan", `(() => {
 		const tr = [...document.querySelectorAll("#sessions tr.session")].find((tr) => tr.dataset.user === "user-bryan" && tr.querySelector(".who-name").title === "mattyatlas");
 		if (tr) tr.click();
