@@ -144,9 +144,7 @@ func (g *Gateway) Noticed(n Notice) {
 			return
 		}
 	}
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
+	g.goBackground(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), noticeTimeout)
 		defer cancel()
 		switch n.Kind {
@@ -182,7 +180,7 @@ func (g *Gateway) Noticed(n Notice) {
 			// readers read the store.
 			g.ContextChanged(n.Space)
 		}
-	}()
+	})
 }
 
 // noticeTimeout bounds the reads a notice causes.

@@ -85,12 +85,7 @@ func (g *Gateway) ContextChanged(space string) {
 	if p.running {
 		return
 	}
-	p.running = true
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
-		g.pushContexts()
-	}()
+	p.running = g.goBackground(g.pushContexts)
 }
 
 // pushContexts shows the pending rooms' contexts until none is left.

@@ -108,10 +108,14 @@ type Gateway struct {
 	crossbot     atomic.Pointer[chains.Settings]
 	chainReplies sync.Map
 
-	// shared is set on a database other processes share; bg holds the
-	// goroutines its notices start.
+	// shared is set on a database other processes share.
 	shared SharedStore
-	bg     sync.WaitGroup
+	// bg holds the goroutines goBackground starts (notices, catching
+	// up, showing contexts); bgClosed, under bgMu, is set once Flush
+	// waits for them, after which none starts.
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgClosed bool
 
 	platformsMu     sync.RWMutex
 	platforms       map[string]Platform
@@ -252,8 +256,28 @@ func (g *Gateway) Drain(ctx context.Context) error {
 // Flush waits until the outbox has nothing it can deliver now, or ctx
 // ends, then stops it. Undelivered entries stay stored.
 func (g *Gateway) Flush(ctx context.Context) error {
+	g.bgMu.Lock()
+	g.bgClosed = true
+	g.bgMu.Unlock()
 	g.bg.Wait()
 	return g.outbox.Close(ctx)
+}
+
+// goBackground runs fn on a goroutine of the gateway's that Flush waits
+// for, and reports whether it did: once Flush has begun, nothing new
+// starts.
+func (g *Gateway) goBackground(fn func()) bool {
+	g.bgMu.Lock()
+	defer g.bgMu.Unlock()
+	if g.bgClosed {
+		return false
+	}
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		fn()
+	}()
+	return true
 }
 
 // QueueDepth counts the turns not yet answered.

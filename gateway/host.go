@@ -22,13 +22,11 @@ func (g *Gateway) Reachable(platform string, chatIDs ...string) {
 	// What another process could not deliver to these chats is
 	// delivered here.
 	chats := slices.Clone(chatIDs)
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
+	g.goBackground(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), noticeTimeout)
 		defer cancel()
 		g.catchUp(ctx, platform, chats)
-	}()
+	})
 }
 
 // Bots implements Host.
