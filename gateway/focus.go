@@ -65,8 +65,9 @@ func parseFocus(text string) (focusCommand, bool) {
 		if word == "/unfocus" {
 			return focusCommand{unfocus: true}, true
 		}
-		name := strings.TrimPrefix(strings.TrimSpace(rest), "@")
-		return focusCommand{name: strings.Join(strings.Fields(name), " ")}, true
+		// "@Finn Shipley", with any run of '@'s and spaces before it.
+		name := strings.TrimLeft(strings.Join(strings.Fields(rest), " "), "@ ")
+		return focusCommand{name: name}, true
 	}
 	return focusCommand{}, false
 }
