@@ -50,8 +50,21 @@ func spoken(t *testing.T, r *recorder, n int) []string {
 	return out
 }
 
+// waitJudged waits until the lobby's chain has judged the bot message
+// with ID mark or a newer one.
+func (h *harness) waitJudged(mark int64) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for chainOf(h.t, h).Mark < mark {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("chain = %+v, want bot message %d judged", chainOf(h.t, h), mark)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // chainOf returns the stored chain of the lobby.
-func chainOf(t *testing.T, h *harness) chains.State {
+func chainOf(t testing.TB, h *harness) chains.State {
 	t.Helper()
 	list, err := h.gw.Chains(context.Background(), 10)
 	if err != nil {
@@ -155,7 +168,11 @@ func TestChainBurstCountsOnce(t *testing.T) {
 			h.deliver(roomEvent("web-ann", "1", "@mattyatlas part one"))
 			h.deliver(roomEvent("web-ann", "2", "@mattyatlas part two"))
 			close(matty.release)
-			spoken(t, h.plat, 2) // Matty twice, Finn still thinking
+			// Matty twice, Finn still thinking. A bot's message is judged
+			// after it is sent: Finn speaks once both of Matty's are, or
+			// his first answer could be judged before Matty's second.
+			h.plat.next(t)
+			h.waitJudged(h.plat.next(t).MessageID)
 			close(finn.release)
 			answers := 1
 			if burst == 0 {
