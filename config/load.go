@@ -69,6 +69,9 @@ func Load(dir string, opts ...Option) (*Config, error) {
 // still running then is left to finish on its own: parsing cannot be
 // interrupted, but MaxFileSize bounds it, and its result is dropped.
 func LoadContext(ctx context.Context, dir string, opts ...Option) (*Config, error) {
+	if err := ctx.Err(); err != nil { // select below would pick at random
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
 	type result struct {
 		cfg *Config
 		err error
