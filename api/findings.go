@@ -226,7 +226,7 @@ func (s *Server) listStages(w http.ResponseWriter, r *http.Request) {
 
 // findingsError answers a board's refusal.
 func (s *Server) findingsError(w http.ResponseWriter, err error) {
-	var invalid *findings.InvalidError
+	var invalid *world.InvalidError
 	switch {
 	case errors.As(err, &invalid):
 		writeError(w, http.StatusBadRequest, "bad_request", invalid.Error())

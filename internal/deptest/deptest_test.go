@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"store/sqlite":       {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
 	"store/postgres":     {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
 	"store/dbcopy":       {"store/postgres", "store/sqlite", "world/shared"},
-	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
+	"store/storetest":    {"chat", "delegation", "gateway", "outbox", "retention", "sessions", "world", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
 	"api":                {"chat", "delegation", "download", "gateway", "identity", "sessions", "world", "world/chains", "world/findings", "world/gossip", "world/insights", "world/shared"},
 	"platforms/web":      {"chat", "delegation", "download", "gateway", "outbox", "world", "world/findings", "world/shared"},
 	"platforms/telegram": {"chat", "delegation", "gateway", "outbox"},
@@ -55,10 +55,10 @@ var allowed = map[string][]string{
 	// findings board, insights, bot-to-bot chains, the shared context.
 	// Core packages: no store, platform or brain kind.
 	"world":          nil,
-	"world/actions":  {"brains", "chat", "delegation"},
+	"world/actions":  {"brains", "chat", "delegation", "world"},
 	"world/chains":   nil,
 	"world/findings": {"world", "world/actions"},
-	"world/insights": {"world/actions"},
+	"world/insights": {"world", "world/actions"},
 	"world/gossip":   {"brains", "chat"},
 	"world/shared":   {"world", "world/actions"},
 }

@@ -79,7 +79,7 @@ func (s *Store) MergeEntity(ctx context.Context, e shared.Entity) (shared.Entity
 // it: in the written form of shared.CanonicalAttributes, with each NUL
 // character of its strings and keys made U+FFFD, as the store does with
 // text (jsonb holds no NUL either). Attributes that are not a JSON
-// object are an error wrapping shared.ErrInvalid.
+// object are an error wrapping world.ErrInvalid.
 func StorableAttributes(attrs json.RawMessage) (json.RawMessage, error) {
 	attrs, err := shared.CanonicalAttributes(attrs)
 	if err != nil || !bytes.Contains(attrs, []byte(`\u0000`)) {

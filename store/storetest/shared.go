@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-chat/switchboard/chat"
 	"github.com/switchboard-chat/switchboard/delegation"
 	"github.com/switchboard-chat/switchboard/sessions"
+	"github.com/switchboard-chat/switchboard/world"
 	"github.com/switchboard-chat/switchboard/world/shared"
 )
 
@@ -32,7 +33,33 @@ func sharedContext(t *testing.T, s Store, space string, l shared.Limits) shared.
 	if err != nil {
 		t.Fatalf("shared context of %s: %v", space, err)
 	}
+	// The contract's forms: lists never nil, times in UTC.
+	if c.Events == nil || c.Entities == nil || c.Facts == nil || c.Chain == nil {
+		t.Errorf("shared context of %s has a nil list: %+v", space, c)
+	}
+	for _, e := range c.Events {
+		utc(t, "event", e.Time)
+	}
+	for _, e := range c.Entities {
+		utc(t, "entity", e.UpdatedAt)
+	}
+	for _, f := range c.Facts {
+		utc(t, "fact", f.Time)
+	}
+	for _, st := range c.Chain {
+		utc(t, "step", st.Time)
+		if st.Inputs == nil || st.Outputs == nil {
+			t.Errorf("step %d has a nil list of files: %+v", st.Step, st)
+		}
+	}
 	return c
+}
+
+func utc(t *testing.T, what string, at time.Time) {
+	t.Helper()
+	if at.Location() != time.UTC {
+		t.Errorf("%s time %v is not in UTC", what, at)
+	}
 }
 
 func addEvent(t *testing.T, s Store, space, bot, text string) shared.Event {
@@ -133,7 +160,7 @@ func testSharedContext(t *testing.T, f Factory) {
 	// Attributes that are not an object are refused, changing nothing.
 	for _, bad := range []string{`[1]`, `null`, `"x"`, `{"a":`, ``} {
 		_, err := s.MergeEntity(ctx, shared.Entity{Space: lab, Name: "competitor-x", UpdatedBy: "coder", Attributes: json.RawMessage(bad), UpdatedAt: now()})
-		if !errors.Is(err, shared.ErrInvalid) {
+		if !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("merging %q: %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -445,8 +472,8 @@ func testSharedEntityLimit(t *testing.T, f Factory) {
 		t.Fatal(err)
 	}
 	_, err = s.MergeEntity(ctx, shared.Entity{Space: lab, Name: "big", Attributes: json.RawMessage(fmt.Sprintf(half, "b")), UpdatedBy: "b"})
-	var ie *shared.InvalidError
-	if !errors.As(err, &ie) || ie.Field != "attributes" || !errors.Is(err, shared.ErrInvalid) {
+	var ie *world.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "attributes" || !errors.Is(err, world.ErrInvalid) {
 		t.Fatalf("a merge past the limit: %v", err)
 	}
 	c := sharedContext(t, s, lab, shared.Limits{Entities: 5})

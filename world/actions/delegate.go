@@ -88,7 +88,7 @@ type delegateArgs struct {
 func handleDelegate(_ Context, call Call) (string, error) {
 	var args delegateArgs
 	if err := call.Decode(&args); err != nil {
-		return "", &ArgumentError{Action: Delegate, Problem: "the arguments do not decode: " + err.Error()}
+		return "", err
 	}
 	h := brains.Handoff{Bot: teamID(args.Bot, call.Caller.Team), Task: strings.TrimSpace(args.Task)}
 	switch {

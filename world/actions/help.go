@@ -52,7 +52,7 @@ func Help(h Helper) Action {
 				Question string `json:"question"`
 			}
 			if err := call.Decode(&args); err != nil {
-				return "", &ArgumentError{Action: RequestHelp, Problem: "the arguments do not decode: " + err.Error()}
+				return "", err
 			}
 			switch {
 			case strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(args.Bot), "@")) == "":

@@ -65,7 +65,7 @@ func ProgressAction(r Reporter) Action {
 				Total int    `json:"total"`
 			}
 			if err := call.Decode(&args); err != nil {
-				return "", &ArgumentError{Action: Progress, Problem: "the arguments do not decode: " + err.Error()}
+				return "", err
 			}
 			p := delegation.Progress{Text: strings.TrimSpace(args.Text), Step: args.Step, Total: args.Total}
 			switch {

@@ -104,16 +104,22 @@ type Action struct {
 type Call struct {
 	Caller Caller
 	// Args is the arguments object, as the caller sent it.
-	Args json.RawMessage
-	turn *Turn
+	Args   json.RawMessage
+	action string
+	turn   *Turn
 }
 
-// Decode unmarshals the call's arguments into v.
+// Decode unmarshals the call's arguments into v; arguments that do not
+// fit v are an *ArgumentError.
 func (c Call) Decode(v any) error {
-	if len(c.Args) == 0 {
-		return json.Unmarshal([]byte("{}"), v)
+	args := c.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
 	}
-	return json.Unmarshal(c.Args, v)
+	if err := json.Unmarshal(args, v); err != nil {
+		return &ArgumentError{Action: c.action, Problem: "the arguments do not decode: " + err.Error()}
+	}
+	return nil
 }
 
 // Registry holds the actions by name. It is safe for concurrent use;

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/world"
 	"github.com/switchboard-chat/switchboard/world/actions"
 )
 
@@ -227,6 +230,36 @@ func TestCheckWritten(t *testing.T) {
 			t.Errorf("%s %s %v: %v, want %q", tc.name, tc.given, tc.templated, err, tc.want)
 		case tc.arg != "" && (!errors.As(err, &ae) || ae.Arg != tc.arg):
 			t.Errorf("%s %s %v: %v, want it on %s", tc.name, tc.given, tc.templated, err, tc.arg)
+		}
+	}
+}
+
+// A handler's *world.InvalidError, and arguments that do not decode into
+// its struct, reach the caller as *ArgumentErrors of the action.
+func TestHandlerRefusals(t *testing.T) {
+	r := actions.New()
+	if err := r.Register(actions.Action{
+		Name:   "weigh",
+		Schema: actions.Object(nil, actions.Property{Name: "kg", Schema: &jsonschema.Schema{}}),
+		Handle: func(_ actions.Context, c actions.Call) (string, error) {
+			var a struct{ Kg float64 }
+			if err := c.Decode(&a); err != nil {
+				return "", err
+			}
+			return "", world.Invalid("kg", "%g kg is too heavy", a.Kg)
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	turn := r.Bind(actions.Caller{Bot: "matty"})
+	for _, tc := range []struct{ args, arg, want string }{
+		{`{"kg": 900}`, "kg", "weigh: kg: 900 kg is too heavy"},
+		{`{"kg": "heavy"}`, "", "weigh: the arguments do not decode"},
+	} {
+		_, err := turn.Call(context.Background(), "weigh", json.RawMessage(tc.args))
+		var ae *actions.ArgumentError
+		if !errors.As(err, &ae) || ae.Arg != tc.arg || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an ArgumentError on %q starting %q", tc.args, err, tc.arg, tc.want)
 		}
 	}
 }

@@ -3,10 +3,12 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/switchboard-chat/switchboard/brains"
+	"github.com/switchboard-chat/switchboard/world"
 )
 
 // Context is a call's context.
@@ -62,8 +64,9 @@ func (t *Turn) Specs() []brains.ActionSpec {
 // Call implements brains.Actions: it checks args against the action's
 // schema and runs its handler. A public bot's calls, calls after the
 // turn ended and calls of an action that is not registered are refused
-// (brains.ErrActionRefused); arguments that do not fit are an
-// *ArgumentError naming the argument.
+// (brains.ErrActionRefused); arguments that do not fit, the schema's
+// or a handler's *world.InvalidError, are an *ArgumentError naming the
+// argument.
 func (t *Turn) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
 	if t.caller.Public {
 		return "", fmt.Errorf("%w: %s is a public bot, and public bots take no part in the shared world", brains.ErrActionRefused, t.caller.Bot)
@@ -84,7 +87,12 @@ func (t *Turn) Call(ctx context.Context, name string, args json.RawMessage) (str
 	if err != nil {
 		return "", err
 	}
-	return e.Handle(ctx, Call{Caller: t.caller, Args: checked, turn: t})
+	out, err := e.Handle(ctx, Call{Caller: t.caller, Args: checked, action: e.Name, turn: t})
+	var ie *world.InvalidError
+	if errors.As(err, &ie) { // what the handler adds breaks a rule of its space
+		return "", &ArgumentError{Action: e.Name, Arg: ie.Field, Problem: ie.Problem}
+	}
+	return out, err
 }
 
 // End ends the turn: later calls are refused. It returns the hand-offs

@@ -1,7 +1,6 @@
 package findings
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/switchboard-chat/switchboard/world/actions"
@@ -27,13 +26,9 @@ func Action(b *Board) actions.Action {
 				Severity string `json:"severity"`
 			}
 			if err := call.Decode(&args); err != nil {
-				return "", &actions.ArgumentError{Action: PostFinding, Problem: "the arguments do not decode: " + err.Error()}
+				return "", err
 			}
 			f, err := b.Post(ctx, Post{Space: call.Caller.Space, Bot: call.Caller.Bot, Text: args.Text, Severity: args.Severity})
-			var ie *InvalidError
-			if errors.As(err, &ie) {
-				return "", &actions.ArgumentError{Action: PostFinding, Arg: ie.Field, Problem: ie.Problem}
-			}
 			if err != nil {
 				return "", err
 			}

@@ -83,12 +83,12 @@ type Post struct {
 }
 
 // Post checks p and stores it as a finding of its space's running stage.
-// A bad request is an error wrapping ErrInvalid that names the field at
+// A bad request is an error wrapping world.ErrInvalid that names the field at
 // fault.
 func (b *Board) Post(ctx context.Context, p Post) (Finding, error) {
 	space, err := world.Parse(p.Space)
 	if err != nil {
-		return Finding{}, invalid("space", "%v", err)
+		return Finding{}, world.Invalid("space", "%v", err)
 	}
 	text := strings.TrimSpace(p.Text)
 	severity := p.Severity
@@ -97,15 +97,15 @@ func (b *Board) Post(ctx context.Context, p Post) (Finding, error) {
 	}
 	switch n := utf8.RuneCountInString(text); {
 	case strings.TrimSpace(p.Bot) == "":
-		return Finding{}, invalid("bot", "a finding needs the bot that posts it")
+		return Finding{}, world.Invalid("bot", "a finding needs the bot that posts it")
 	case n == 0:
-		return Finding{}, invalid("text", "a finding needs a text")
+		return Finding{}, world.Invalid("text", "a finding needs a text")
 	case n > MaxText:
-		return Finding{}, invalid("text", "%d characters, over the limit of %d", n, MaxText)
+		return Finding{}, world.Invalid("text", "%d characters, over the limit of %d", n, MaxText)
 	case !utf8.ValidString(text):
-		return Finding{}, invalid("text", "not valid UTF-8")
+		return Finding{}, world.Invalid("text", "not valid UTF-8")
 	case !slices.Contains(Severities, severity):
-		return Finding{}, invalid("severity", "must be one of %s", strings.Join(Severities, ", "))
+		return Finding{}, world.Invalid("severity", "must be one of %s", strings.Join(Severities, ", "))
 	}
 	f, err := b.store.AddFinding(ctx, Finding{
 		Space: space.String(), Bot: p.Bot, Text: text, Severity: severity, CreatedAt: b.now(),
@@ -130,11 +130,11 @@ func (b *Board) ForTurn(ctx context.Context, space, viewer string) ([]Finding, e
 }
 
 // List lists findings as q selects them. A bad space is an error
-// wrapping ErrInvalid.
+// wrapping world.ErrInvalid.
 func (b *Board) List(ctx context.Context, q Query) ([]Finding, error) {
 	if q.Space != "" {
 		if _, err := world.Parse(q.Space); err != nil {
-			return nil, invalid("space", "%v", err)
+			return nil, world.Invalid("space", "%v", err)
 		}
 	}
 	q.Limit = max(q.Limit, 1)
@@ -158,11 +158,11 @@ func (b *Board) Running(ctx context.Context, space string) (Stage, bool, error) 
 // StartStage starts stage name in space, ending (and releasing) the
 // running one. key names the command that asks, for commands that may
 // arrive twice ("" for none). A bad space or name is an error wrapping
-// ErrInvalid.
+// world.ErrInvalid.
 func (b *Board) StartStage(ctx context.Context, space, name string, isolated bool, key string) (Change, error) {
 	sp, err := world.Parse(space)
 	if err != nil {
-		return Change{}, invalid("space", "%v", err)
+		return Change{}, world.Invalid("space", "%v", err)
 	}
 	if err := CheckStageName(name); err != nil {
 		return Change{}, err
@@ -182,7 +182,7 @@ func (b *Board) StartStage(ctx context.Context, space, name string, isolated boo
 func (b *Board) Release(ctx context.Context, space, key string) (Change, error) {
 	sp, err := world.Parse(space)
 	if err != nil {
-		return Change{}, invalid("space", "%v", err)
+		return Change{}, world.Invalid("space", "%v", err)
 	}
 	c, err := b.store.EndStage(ctx, sp.String(), key, b.now())
 	if err != nil {
@@ -199,17 +199,17 @@ func (b *Board) Release(ctx context.Context, space, key string) (Change, error) 
 
 // CheckStageName refuses a stage name that is empty, longer than
 // MaxStageName characters, or holds white space or control characters
-// (an error wrapping ErrInvalid).
+// (an error wrapping world.ErrInvalid).
 func CheckStageName(name string) error {
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
-		return invalid("name", "a stage needs a name")
+		return world.Invalid("name", "a stage needs a name")
 	case n > MaxStageName:
-		return invalid("name", "longer than %d characters", MaxStageName)
+		return world.Invalid("name", "longer than %d characters", MaxStageName)
 	case !utf8.ValidString(name):
-		return invalid("name", "not valid UTF-8")
+		return world.Invalid("name", "not valid UTF-8")
 	case strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return invalid("name", "a stage name is one word, without spaces")
+		return world.Invalid("name", "a stage name is one word, without spaces")
 	}
 	return nil
 }

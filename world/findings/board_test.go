@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world"
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/findings"
 )
@@ -62,8 +63,8 @@ func TestPostChecks(t *testing.T) {
 		{findings.Post{Space: "user:ann", Text: "x"}, "bot"},
 	} {
 		_, err := b.Post(ctx, tc.p)
-		var ie *findings.InvalidError
-		if !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, findings.ErrInvalid) {
+		var ie *world.InvalidError
+		if !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("Post(%+v) = %v; want an InvalidError on %s", tc.p, err, tc.field)
 		}
 	}
@@ -137,7 +138,7 @@ func TestIsolatedStage(t *testing.T) {
 	if got := seen("priest"); len(got) != 0 {
 		t.Errorf("with inject 0, priest sees %q", got)
 	}
-	if _, err := b.StartStage(ctx, room, "two words", false, ""); !errors.Is(err, findings.ErrInvalid) {
+	if _, err := b.StartStage(ctx, room, "two words", false, ""); !errors.Is(err, world.ErrInvalid) {
 		t.Errorf("a stage name with a space: %v", err)
 	}
 }

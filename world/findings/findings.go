@@ -20,7 +20,6 @@ package findings
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -142,33 +141,13 @@ type Store interface {
 	EndStage(ctx context.Context, space, key string, at time.Time) (Change, error)
 }
 
-// Errors of the Board.
+// Errors of the Board. A request that breaks a rule (an empty or too
+// long text, an unknown severity, a bad space or stage name) is a
+// *world.InvalidError naming its field: "text", "severity", "space",
+// "name".
 var (
-	// ErrInvalid is wrapped by an *InvalidError: the request breaks a
-	// rule (an empty or too long text, an unknown severity, a bad space
-	// or stage name); asking again will not help.
-	ErrInvalid = errors.New("invalid")
 	// ErrNoStage: no stage runs in the space to release.
 	ErrNoStage = errors.New("no stage is running")
 	// ErrNotFound: no finding has that ID.
 	ErrNotFound = errors.New("no such finding")
 )
-
-// InvalidError is a request that breaks a rule, naming the field at
-// fault. It wraps ErrInvalid.
-type InvalidError struct {
-	// Field is the request's field: "text", "severity", "space", "name".
-	Field   string
-	Problem string
-}
-
-// Error returns "FIELD: PROBLEM".
-func (e *InvalidError) Error() string { return e.Field + ": " + e.Problem }
-
-// Unwrap returns ErrInvalid.
-func (e *InvalidError) Unwrap() error { return ErrInvalid }
-
-// invalid makes an *InvalidError.
-func invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Problem: fmt.Sprintf(format, args...)}
-}

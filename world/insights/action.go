@@ -1,7 +1,6 @@
 package insights
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/switchboard-chat/switchboard/world/actions"
@@ -36,15 +35,11 @@ func Action(p *Pool) actions.Action {
 				Confidence float64 `json:"confidence"`
 			}
 			if err := call.Decode(&args); err != nil {
-				return "", &actions.ArgumentError{Action: Remember, Problem: "the arguments do not decode: " + err.Error()}
+				return "", err
 			}
 			in, err := p.Remember(ctx, Note{
 				User: call.Caller.User, Bot: call.Caller.Bot, Kind: args.Kind, Text: args.Text, Confidence: args.Confidence,
 			})
-			var ie *InvalidError
-			if errors.As(err, &ie) {
-				return "", &actions.ArgumentError{Action: Remember, Arg: ie.Field, Problem: ie.Problem}
-			}
 			if err != nil {
 				return "", err
 			}

@@ -24,7 +24,6 @@ package insights
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -115,31 +114,8 @@ type Store interface {
 	DeleteInsight(ctx context.Context, id int64) error
 }
 
-// Errors of the Pool.
-var (
-	// ErrInvalid is wrapped by an *InvalidError: the insight breaks a
-	// rule (an empty or too long text, an unknown kind, a confidence
-	// outside 0–1); asking again will not help.
-	ErrInvalid = errors.New("invalid")
-	// ErrNotFound: no insight has that ID.
-	ErrNotFound = errors.New("no such insight")
-)
-
-// InvalidError is an insight that breaks a rule, naming the field at
-// fault. It wraps ErrInvalid.
-type InvalidError struct {
-	// Field is "kind", "text", "confidence", "user" or "bot".
-	Field   string
-	Problem string
-}
-
-// Error returns "FIELD: PROBLEM".
-func (e *InvalidError) Error() string { return e.Field + ": " + e.Problem }
-
-// Unwrap returns ErrInvalid.
-func (e *InvalidError) Unwrap() error { return ErrInvalid }
-
-// invalid makes an *InvalidError.
-func invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Problem: fmt.Sprintf(format, args...)}
-}
+// ErrNotFound: no insight has that ID. An insight that breaks a rule (an
+// empty or too long text, an unknown kind, a confidence outside 0–1) is
+// a *world.InvalidError naming its field: "kind", "text", "confidence",
+// "user" or "bot".
+var ErrNotFound = errors.New("no such insight")

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/switchboard-chat/switchboard/world"
 )
 
 // Settings are shared.insights (SPEC §10): whether turns find insights,
@@ -76,24 +78,24 @@ type Note struct {
 }
 
 // Remember checks n and stores it as an insight. A bad note is an error
-// wrapping ErrInvalid that names the field at fault and the rule.
+// wrapping world.ErrInvalid that names the field at fault and the rule.
 func (p *Pool) Remember(ctx context.Context, n Note) (Insight, error) {
 	text := strings.TrimSpace(n.Text)
 	switch l := utf8.RuneCountInString(text); {
 	case strings.TrimSpace(n.User) == "":
-		return Insight{}, invalid("user", "an insight needs the person it is about")
+		return Insight{}, world.Invalid("user", "an insight needs the person it is about")
 	case strings.TrimSpace(n.Bot) == "":
-		return Insight{}, invalid("bot", "an insight needs the bot that writes it")
+		return Insight{}, world.Invalid("bot", "an insight needs the bot that writes it")
 	case !slices.Contains(Kinds, n.Kind):
-		return Insight{}, invalid("kind", "must be one of %s", strings.Join(Kinds, ", "))
+		return Insight{}, world.Invalid("kind", "must be one of %s", strings.Join(Kinds, ", "))
 	case !utf8.ValidString(text):
-		return Insight{}, invalid("text", "not valid UTF-8")
+		return Insight{}, world.Invalid("text", "not valid UTF-8")
 	case l == 0:
-		return Insight{}, invalid("text", "an insight needs a text")
+		return Insight{}, world.Invalid("text", "an insight needs a text")
 	case l > MaxText:
-		return Insight{}, invalid("text", "%d characters, over the limit of %d", l, MaxText)
+		return Insight{}, world.Invalid("text", "%d characters, over the limit of %d", l, MaxText)
 	case math.IsNaN(n.Confidence) || n.Confidence < 0 || n.Confidence > 1:
-		return Insight{}, invalid("confidence", "must be a number from 0 to 1")
+		return Insight{}, world.Invalid("confidence", "must be a number from 0 to 1")
 	}
 	in, err := p.store.AddInsight(ctx, Insight{
 		User: n.User, Bot: n.Bot, Kind: n.Kind, Text: text, Confidence: n.Confidence, CreatedAt: p.now(),

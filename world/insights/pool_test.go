@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world"
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/insights"
 )
@@ -48,8 +49,8 @@ func TestRememberChecks(t *testing.T) {
 		n := ok
 		tc.change(&n)
 		_, err := p.Remember(ctx, n)
-		var ie *insights.InvalidError
-		if !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, insights.ErrInvalid) {
+		var ie *world.InvalidError
+		if !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("Remember(%+v) = %v; want an InvalidError on %s", n, err, tc.field)
 		}
 	}

@@ -2,7 +2,6 @@ package shared
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -34,12 +33,12 @@ func Actions(k *Keeper) []actions.Action {
 				var args struct {
 					Text string `json:"text"`
 				}
-				if err := decode(AddEventAction, call, &args); err != nil {
+				if err := call.Decode(&args); err != nil {
 					return "", err
 				}
 				e, err := k.AddEvent(ctx, call.Caller.Space, call.Caller.Bot, args.Text)
 				if err != nil {
-					return "", refusal(AddEventAction, err)
+					return "", err
 				}
 				return fmt.Sprintf("Added event %d to the shared timeline.", e.ID), nil
 			},
@@ -61,12 +60,12 @@ func Actions(k *Keeper) []actions.Action {
 					Name       string          `json:"name"`
 					Attributes json.RawMessage `json:"attributes"`
 				}
-				if err := decode(AddEntityAction, call, &args); err != nil {
+				if err := call.Decode(&args); err != nil {
 					return "", err
 				}
 				e, err := k.AddEntity(ctx, call.Caller.Space, call.Caller.Bot, args.Name, args.Attributes)
 				if err != nil {
-					return "", refusal(AddEntityAction, err)
+					return "", err
 				}
 				return fmt.Sprintf("Entity %s is now %s.", e.Name, e.Attributes), nil
 			},
@@ -89,7 +88,7 @@ func Actions(k *Keeper) []actions.Action {
 					Object     string  `json:"object"`
 					Confidence float64 `json:"confidence"`
 				}
-				if err := decode(AddFactAction, call, &args); err != nil {
+				if err := call.Decode(&args); err != nil {
 					return "", err
 				}
 				f, err := k.AddFact(ctx, Fact{
@@ -97,28 +96,10 @@ func Actions(k *Keeper) []actions.Action {
 					Confidence: args.Confidence, Bot: call.Caller.Bot,
 				})
 				if err != nil {
-					return "", refusal(AddFactAction, err)
+					return "", err
 				}
 				return fmt.Sprintf("Fact stated: %s %s %s (%g).", f.Subject, f.Predicate, f.Object, f.Confidence), nil
 			},
 		},
 	}
-}
-
-// decode unmarshals a call's checked arguments into v.
-func decode(action string, call actions.Call, v any) error {
-	if err := call.Decode(v); err != nil {
-		return &actions.ArgumentError{Action: action, Problem: "the arguments do not decode: " + err.Error()}
-	}
-	return nil
-}
-
-// refusal names the argument at fault of an invalid addition; other
-// errors pass as they are.
-func refusal(action string, err error) error {
-	var ie *InvalidError
-	if errors.As(err, &ie) {
-		return &actions.ArgumentError{Action: action, Arg: ie.Field, Problem: ie.Problem}
-	}
-	return err
 }

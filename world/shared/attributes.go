@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+
+	"github.com/switchboard-chat/switchboard/world"
 )
 
 // An entity's attributes are kept in one written form on every store, so
@@ -16,7 +18,7 @@ import (
 
 // CanonicalAttributes returns the JSON object raw in the stores' written
 // form (compact, keys sorted), or an error if raw is not one JSON
-// object (an *InvalidError of the field "attributes").
+// object (a *world.InvalidError of the field "attributes").
 func CanonicalAttributes(raw json.RawMessage) (json.RawMessage, error) {
 	obj, err := decodeObject(raw)
 	if err != nil {
@@ -29,7 +31,7 @@ func CanonicalAttributes(raw json.RawMessage) (json.RawMessage, error) {
 // ("" or nil for none) key by key: each top-level key of add replaces
 // the same key of old (even with null), the other keys of old are kept.
 // The result is in the stores' written form; attributes that are not a
-// JSON object are an *InvalidError of the field "attributes".
+// JSON object are a *world.InvalidError of the field "attributes".
 func MergeAttributes(old, add json.RawMessage) (json.RawMessage, error) {
 	merged := map[string]any{}
 	if len(bytes.TrimSpace(old)) > 0 {
@@ -53,16 +55,16 @@ func MergeAttributes(old, add json.RawMessage) (json.RawMessage, error) {
 func decodeObject(raw json.RawMessage) (map[string]any, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, invalid("attributes", "not a JSON object")
+		return nil, world.Invalid("attributes", "not a JSON object")
 	}
 	d := json.NewDecoder(bytes.NewReader(trimmed))
 	d.UseNumber()
 	var obj map[string]any
 	if err := d.Decode(&obj); err != nil {
-		return nil, invalid("attributes", "not a JSON object: %v", err)
+		return nil, world.Invalid("attributes", "not a JSON object: %v", err)
 	}
 	if d.InputOffset() != int64(len(trimmed)) {
-		return nil, invalid("attributes", "not one JSON object: something follows it")
+		return nil, world.Invalid("attributes", "not one JSON object: something follows it")
 	}
 	return obj, nil
 }
@@ -82,10 +84,10 @@ func encodeCanonical(v any) (json.RawMessage, error) {
 // CheckMerged refuses merged attributes, as a store is about to keep
 // them, beyond MaxAttributes bytes: each addition is bounded, and so is
 // what they add up to, since an entity's attributes go into every
-// prompt of its space. The error is an *InvalidError of "attributes".
+// prompt of its space. The error is a *world.InvalidError of "attributes".
 func CheckMerged(merged json.RawMessage) error {
 	if n := len(merged); n > MaxAttributes {
-		return invalid("attributes", "with what is known of the entity they come to %d bytes of JSON, more than %d; "+
+		return world.Invalid("attributes", "with what is known of the entity they come to %d bytes of JSON, more than %d; "+
 			"replace keys rather than adding new ones", n, MaxAttributes)
 	}
 	return nil

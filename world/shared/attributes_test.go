@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/switchboard-chat/switchboard/world"
 )
 
 func TestCanonicalAttributes(t *testing.T) {
@@ -25,8 +27,8 @@ func TestCanonicalAttributes(t *testing.T) {
 	}
 	for _, bad := range []string{``, ` `, `null`, `[]`, `"x"`, `1`, `{`, `{"a":}`, `{} {}`, `{}x`, `{"a":1}}`} {
 		_, err := CanonicalAttributes(json.RawMessage(bad))
-		var ie *InvalidError
-		if !errors.As(err, &ie) || ie.Field != "attributes" || !errors.Is(err, ErrInvalid) {
+		var ie *world.InvalidError
+		if !errors.As(err, &ie) || ie.Field != "attributes" || !errors.Is(err, world.ErrInvalid) {
 			t.Errorf("CanonicalAttributes(%q) = %v; want an invalid attributes error", bad, err)
 		}
 	}
@@ -50,7 +52,7 @@ func TestMergeAttributes(t *testing.T) {
 			t.Errorf("MergeAttributes(%s, %s) = %s, %v; want %s", tc.old, tc.add, got, err, tc.want)
 		}
 	}
-	if _, err := MergeAttributes(json.RawMessage(`{"a":1}`), json.RawMessage(`[1]`)); !errors.Is(err, ErrInvalid) {
+	if _, err := MergeAttributes(json.RawMessage(`{"a":1}`), json.RawMessage(`[1]`)); !errors.Is(err, world.ErrInvalid) {
 		t.Errorf("merging an array: %v, want ErrInvalid", err)
 	}
 }
@@ -65,7 +67,7 @@ func FuzzAttributes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		got, err := CanonicalAttributes(json.RawMessage(in))
 		if err != nil {
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, world.ErrInvalid) {
 				t.Fatalf("CanonicalAttributes(%q) = %v, not ErrInvalid", in, err)
 			}
 			return

@@ -121,7 +121,7 @@ func (k *Keeper) AddFact(ctx context.Context, f Fact) (Fact, error) {
 		}
 	}
 	if math.IsNaN(f.Confidence) || f.Confidence < 0 || f.Confidence > 1 {
-		return Fact{}, invalid("confidence", "must be from 0 to 1, got %v", f.Confidence)
+		return Fact{}, world.Invalid("confidence", "must be from 0 to 1, got %v", f.Confidence)
 	}
 	f.Time = k.now().UTC()
 	out, err := k.store.PutFact(ctx, f)
@@ -138,8 +138,8 @@ func (k *Keeper) ForTurn(ctx context.Context, space string) (Context, error) {
 	return k.Read(ctx, space, k.Limits())
 }
 
-// Read reads space's context within l, entities' attributes with their
-// keys sorted.
+// Read reads space's context within l, in the forms the Store
+// promises.
 func (k *Keeper) Read(ctx context.Context, space string, l Limits) (Context, error) {
 	if err := checkSpace(space); err != nil {
 		return Context{}, err
@@ -148,39 +148,7 @@ func (k *Keeper) Read(ctx context.Context, space string, l Limits) (Context, err
 	if err != nil {
 		return Context{}, fmt.Errorf("shared context of %s: %w", space, err)
 	}
-	for i, e := range c.Entities {
-		if sorted, err := CanonicalAttributes(e.Attributes); err == nil {
-			c.Entities[i].Attributes = sorted
-		}
-		c.Entities[i].UpdatedAt = e.UpdatedAt.UTC()
-	}
-	for i := range c.Events {
-		c.Events[i].Time = c.Events[i].Time.UTC()
-	}
-	for i := range c.Facts {
-		c.Facts[i].Time = c.Facts[i].Time.UTC()
-	}
-	for i := range c.Chain {
-		c.Chain[i].Time = c.Chain[i].Time.UTC()
-	}
-	return c.lists(), nil
-}
-
-// lists gives every list of c a value, so that JSON shows an empty one
-// as [].
-func (c Context) lists() Context {
-	c.Events, c.Entities, c.Facts, c.Chain = nonNil(c.Events), nonNil(c.Entities), nonNil(c.Facts), nonNil(c.Chain)
-	for i, st := range c.Chain {
-		c.Chain[i].Inputs, c.Chain[i].Outputs = nonNil(st.Inputs), nonNil(st.Outputs)
-	}
-	return c
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
+	return c, nil
 }
 
 // Attributes checks that raw is a JSON object of at most MaxAttributes
@@ -191,7 +159,7 @@ func Attributes(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	if len(out) > MaxAttributes {
-		return nil, invalid("attributes", "must be at most %d bytes of JSON, got %d", MaxAttributes, len(out))
+		return nil, world.Invalid("attributes", "must be at most %d bytes of JSON, got %d", MaxAttributes, len(out))
 	}
 	return out, nil
 }
@@ -199,7 +167,7 @@ func Attributes(raw json.RawMessage) (json.RawMessage, error) {
 // checkSpace refuses a space that is not one.
 func checkSpace(s string) error {
 	if _, err := world.Parse(s); err != nil {
-		return invalid("space", "%v", err)
+		return world.Invalid("space", "%v", err)
 	}
 	return nil
 }
@@ -212,7 +180,7 @@ func checkLine(field, text string, max int) error {
 		return err
 	}
 	if strings.IndexFunc(text, unicode.IsControl) >= 0 {
-		return invalid(field, "must be one line, without control characters")
+		return world.Invalid(field, "must be one line, without control characters")
 	}
 	return nil
 }
@@ -221,9 +189,9 @@ func checkLine(field, text string, max int) error {
 func checkText(field, text string, max int) error {
 	switch n := utf8.RuneCountInString(text); {
 	case n == 0:
-		return invalid(field, "must not be empty")
+		return world.Invalid(field, "must not be empty")
 	case n > max:
-		return invalid(field, "must be at most %d characters, got %d", max, n)
+		return world.Invalid(field, "must be at most %d characters, got %d", max, n)
 	}
 	return nil
 }

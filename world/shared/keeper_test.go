@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-chat/switchboard/brains"
 	"github.com/switchboard-chat/switchboard/store/sqlite"
+	"github.com/switchboard-chat/switchboard/world"
 	"github.com/switchboard-chat/switchboard/world/actions"
 	"github.com/switchboard-chat/switchboard/world/shared"
 )
@@ -77,8 +78,8 @@ func TestKeeperRefuses(t *testing.T) {
 		}, "predicate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var ie *shared.InvalidError
-			if err := tc.add(); !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, shared.ErrInvalid) {
+			var ie *world.InvalidError
+			if err := tc.add(); !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, world.ErrInvalid) {
 				t.Errorf("err = %v, want an invalid %s", err, tc.field)
 			}
 		})

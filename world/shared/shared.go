@@ -21,8 +21,6 @@ package shared
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -149,34 +147,10 @@ type Store interface {
 	// subject and predicate, if any.
 	PutFact(ctx context.Context, f Fact) (Fact, error)
 	// SharedContext reads a space's context within l, each list oldest
-	// first. The chain is the space's finished hand-offs (status done or
-	// failed, kind handoff), numbered from 1 in the order they ended.
+	// first and never nil (JSON shows an empty one as []; so are a
+	// step's inputs and outputs), times in UTC, entity attributes in the
+	// written form of CanonicalAttributes. The chain is the space's
+	// finished hand-offs (status done or failed, kind handoff), numbered
+	// from 1 in the order they ended.
 	SharedContext(ctx context.Context, space string, l Limits) (Context, error)
-}
-
-// Errors of the Keeper.
-var (
-	// ErrInvalid is wrapped by an *InvalidError: what a bot adds breaks
-	// a rule; asking again will not help.
-	ErrInvalid = errors.New("invalid")
-)
-
-// InvalidError is an addition that breaks a rule, naming the argument
-// at fault. It wraps ErrInvalid.
-type InvalidError struct {
-	// Field is the action's argument: "text", "name", "attributes",
-	// "subject", "predicate", "object", "confidence", or "space".
-	Field   string
-	Problem string
-}
-
-// Error returns "FIELD: PROBLEM".
-func (e *InvalidError) Error() string { return e.Field + ": " + e.Problem }
-
-// Unwrap returns ErrInvalid.
-func (e *InvalidError) Unwrap() error { return ErrInvalid }
-
-// invalid makes an *InvalidError.
-func invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Problem: fmt.Sprintf(format, args...)}
 }
