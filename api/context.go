@@ -31,7 +31,7 @@ func (s *Server) getContext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", "space is required (user:<id> or chat:<platform>:<id>)")
 		return
 	}
-	limit, err := limitParam(r, 50, 500)
+	limit, err := limitParam(r, gateway.DefaultContextView, gateway.MaxContextView)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return

@@ -143,6 +143,11 @@ func (g *Gateway) Noticed(n Notice) {
 		if show = g.holder(n.Platform, n.ChatID); !n.Group || show == nil {
 			return
 		}
+	case NoticeContext:
+		// Only the platforms here need telling (ContextChanged reads on
+		// a goroutine of its own); the keeper's readers read the store.
+		g.ContextChanged(n.Space)
+		return
 	}
 	g.goBackground(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), noticeTimeout)
@@ -175,10 +180,6 @@ func (g *Gateway) Noticed(n Notice) {
 			g.notify(d)
 		case NoticeFinding:
 			g.findingNoticed(ctx, n)
-		case NoticeContext:
-			// Only the platforms here need telling; the keeper's
-			// readers read the store.
-			g.ContextChanged(n.Space)
 		}
 	})
 }

@@ -48,11 +48,11 @@ func viewLimits(n int) shared.Limits {
 	return shared.Limits{Events: n, Entities: n, Facts: n, Chain: n}
 }
 
-// maxContextView is the most of each list a read for people or the API
-// returns; defaultContextView what it returns when not told.
+// MaxContextView is the most of each list a read for people or the API
+// returns; DefaultContextView what it returns when not told.
 const (
-	maxContextView     = 500
-	defaultContextView = 50
+	MaxContextView     = 500
+	DefaultContextView = 50
 )
 
 // contextPush holds the rooms whose context changed and is not yet
@@ -122,7 +122,7 @@ func (g *Gateway) pushContext(space string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), noticeTimeout)
 	defer cancel()
-	c, err := g.sharedCtx.Read(ctx, space, viewLimits(defaultContextView))
+	c, err := g.sharedCtx.Read(ctx, space, viewLimits(DefaultContextView))
 	if err != nil {
 		g.log.Warn("shared context to show", "space", space, "err", err)
 		return
@@ -196,15 +196,6 @@ func (f chainFiles) ReadFile(ctx context.Context, id string) ([]byte, error) {
 	return arts[0].Content, nil
 }
 
-// handoffSpace is the space a hand-off made in turn t works in: the
-// space of the turn that makes it.
-func handoffSpace(parent *delegation.Record, space world.Space) string {
-	if parent != nil && parent.Space != "" {
-		return parent.Space
-	}
-	return space.String()
-}
-
 // resolveInputs maps what a delegate action names as inputs (file names,
 // or artifact IDs) to artifacts: the files the turn itself produced
 // first, then those it was handed, then the outputs of its space's chain,
@@ -227,7 +218,7 @@ func (g *Gateway) resolveInputs(ctx context.Context, names []string, made []chat
 		}
 	}
 	if g.sharedCtx != nil {
-		c, err := g.sharedCtx.Read(ctx, space, shared.Limits{Chain: maxContextView})
+		c, err := g.sharedCtx.Read(ctx, space, shared.Limits{Chain: MaxContextView})
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +320,7 @@ func (g *Gateway) SpaceContext(ctx context.Context, space string, limit int) (sh
 // clampView is a requested list length within bounds.
 func clampView(n int) int {
 	if n <= 0 {
-		return defaultContextView
+		return DefaultContextView
 	}
-	return min(n, maxContextView)
+	return min(n, MaxContextView)
 }

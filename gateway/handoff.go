@@ -80,7 +80,7 @@ func (g *Gateway) handOffs(ctx context.Context, roster *Roster, bot *Bot, a hand
 		return "", nil, false
 	}
 	user := g.turnUser(bot, t)
-	space := handoffSpace(parent, g.turnSpace(ctx, t, user.ID))
+	space := g.turnSpace(ctx, t, user.ID).String() // the hand-off works where its turn does
 	depth, chain := 1, []string(nil)
 	if parent != nil {
 		depth = parent.Depth + 1

@@ -98,10 +98,15 @@ func (g *Gateway) findingNoticed(ctx context.Context, n Notice) {
 
 // turnSpace is the space turn t of bot belongs to (SPEC §10): its chat's
 // (a group's, or the person's private space), or for a delegated turn
-// the space of the turn its hand-off chain started from.
+// its record's space, that of the turn its hand-off chain started from.
+// A record stored before records had spaces is placed by walking up to
+// its chain's first hand-off.
 func (g *Gateway) turnSpace(ctx context.Context, t sessions.Turn, user string) world.Space {
 	in := t.Message.Chat()
 	if d := t.Delegation; d != nil {
+		if sp, err := world.Parse(d.Space); err == nil {
+			return sp
+		}
 		root := g.rootDelegation(ctx, *d)
 		if root.Origin.Type != chat.Group {
 			return world.User(d.UserID)
