@@ -76,7 +76,7 @@ var tables = []table{
 	// Gossip (SPEC §10.5).
 	{name: "gossip_events", cols: []string{"id", "user_id", "user_name", "source_bot", "message_id", "message_key", "topic", "summary",
 		"depth", "status", "reason", "created_at", "updated_at"}, order: "id", identity: "id"},
-	{name: "gossip_deliveries", cols: []string{"event_id", "bot", "user_id", "status", "reason", "message_id", "delivered_at"},
+	{name: "gossip_deliveries", cols: []string{"event_id", "bot", "user_id", "status", "reason", "delivered_at"},
 		order: "event_id, bot"},
 	// The shared context (SPEC §10.7); the artifact chain is the
 	// delegations'.

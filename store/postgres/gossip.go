@@ -93,16 +93,27 @@ func (s *Store) AddGossip(ctx context.Context, e gossip.Event, due []string) (go
 	return out, created, nil
 }
 
-// gossipDeliveries fills e's Recipients and Pending.
-func (t *txn) gossipDeliveries(e *gossip.Event) error {
-	e.Recipients, e.Pending = nil, nil
-	return t.each(`SELECT bot, status FROM gossip_deliveries WHERE event_id = $1 AND status <> 'dropped'
-		ORDER BY status = 'pending', delivered_at, bot`, []any{e.ID}, func(rows pgx.Rows) error {
+// gossipDeliveries fills the Recipients and Pending of events, in one
+// query.
+func (t *txn) gossipDeliveries(events ...*gossip.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	byID := make(map[int64]*gossip.Event, len(events))
+	ids := make([]int64, 0, len(events))
+	for _, e := range events {
+		e.Recipients, e.Pending = nil, nil
+		byID[e.ID] = e
+		ids = append(ids, e.ID)
+	}
+	return t.each(`SELECT event_id, bot, status FROM gossip_deliveries WHERE event_id = ANY($1) AND status <> 'dropped'
+		ORDER BY status = 'pending', delivered_at, bot`, []any{ids}, func(rows pgx.Rows) error {
+		var id int64
 		var bot, status string
-		if err := rows.Scan(&bot, &status); err != nil {
+		if err := rows.Scan(&id, &bot, &status); err != nil {
 			return err
 		}
-		if status == "pending" {
+		if e := byID[id]; status == "pending" {
 			e.Pending = append(e.Pending, bot)
 		} else {
 			e.Recipients = append(e.Recipients, bot)
@@ -143,37 +154,16 @@ func (s *Store) GossipEvents(ctx context.Context, q gossip.Query) ([]gossip.Even
 		}); err != nil {
 			return err
 		}
+		events := make([]*gossip.Event, len(out))
 		for i := range out {
-			if err := tx.gossipDeliveries(&out[i]); err != nil {
-				return err
-			}
+			events[i] = &out[i]
 		}
-		return nil
+		return tx.gossipDeliveries(events...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: gossip events: %w", err)
 	}
 	return out, nil
-}
-
-// GossipEvent implements gossip.Store.
-func (s *Store) GossipEvent(ctx context.Context, id int64) (gossip.Event, error) {
-	var e gossip.Event
-	err := s.read(ctx, func(tx *txn) error {
-		var r gossipRow
-		if err := tx.scanOne(`SELECT `+gossipColumns+` FROM gossip_events WHERE id = $1`, []any{id}, r.dest()...); err != nil {
-			return err
-		}
-		e = r.event()
-		return tx.gossipDeliveries(&e)
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return gossip.Event{}, fmt.Errorf("store: gossip event %d: %w", id, gossip.ErrNotFound)
-	}
-	if err != nil {
-		return gossip.Event{}, fmt.Errorf("store: gossip event %d: %w", id, err)
-	}
-	return e, nil
 }
 
 // PendingDeliveries implements gossip.Store.
@@ -232,9 +222,6 @@ func (s *Store) DeliverMemory(ctx context.Context, d gossip.Delivery, note chat.
 			return err
 		}
 		if err := tx.link(session, id); err != nil {
-			return err
-		}
-		if _, err := tx.exec(`UPDATE gossip_deliveries SET message_id = $1 WHERE event_id = $2 AND bot = $3`, id, d.Event.ID, d.Bot); err != nil {
 			return err
 		}
 		done = true

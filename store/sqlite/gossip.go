@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,21 +68,33 @@ func (s *Store) AddGossip(ctx context.Context, e gossip.Event, due []string) (go
 	return e, created, nil
 }
 
-// gossipDeliveries fills e's Recipients and Pending.
-func (t *txn) gossipDeliveries(e *gossip.Event) error {
-	e.Recipients, e.Pending = nil, nil
-	rows, err := t.query(`SELECT bot, status FROM gossip_deliveries WHERE event_id = ? AND status <> 'dropped'
-		ORDER BY status = 'pending', delivered_at, bot`, e.ID)
+// gossipDeliveries fills the Recipients and Pending of events, in one
+// query.
+func (t *txn) gossipDeliveries(events ...*gossip.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	byID := make(map[int64]*gossip.Event, len(events))
+	args := make([]any, 0, len(events))
+	for _, e := range events {
+		e.Recipients, e.Pending = nil, nil
+		byID[e.ID] = e
+		args = append(args, e.ID)
+	}
+	rows, err := t.query(`SELECT event_id, bot, status FROM gossip_deliveries
+		WHERE event_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")+`) AND status <> 'dropped'
+		ORDER BY status = 'pending', delivered_at, bot`, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var id int64
 		var bot, status string
-		if err := rows.Scan(&bot, &status); err != nil {
+		if err := rows.Scan(&id, &bot, &status); err != nil {
 			return err
 		}
-		if status == "pending" {
+		if e := byID[id]; status == "pending" {
 			e.Pending = append(e.Pending, bot)
 		} else {
 			e.Recipients = append(e.Recipients, bot)
@@ -128,36 +141,16 @@ func (s *Store) GossipEvents(ctx context.Context, q gossip.Query) ([]gossip.Even
 			return err
 		}
 		rows.Close()
+		events := make([]*gossip.Event, len(out))
 		for i := range out {
-			if err := tx.gossipDeliveries(&out[i]); err != nil {
-				return err
-			}
+			events[i] = &out[i]
 		}
-		return nil
+		return tx.gossipDeliveries(events...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: gossip events: %w", err)
 	}
 	return out, nil
-}
-
-// GossipEvent implements gossip.Store.
-func (s *Store) GossipEvent(ctx context.Context, id int64) (gossip.Event, error) {
-	var e gossip.Event
-	err := s.read(ctx, func(tx *txn) error {
-		var err error
-		if e, err = scanGossip(tx.row(`SELECT `+gossipColumns+` FROM gossip_events WHERE id = ?`, id)); err != nil {
-			return err
-		}
-		return tx.gossipDeliveries(&e)
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return gossip.Event{}, fmt.Errorf("store: gossip event %d: %w", id, gossip.ErrNotFound)
-	}
-	if err != nil {
-		return gossip.Event{}, fmt.Errorf("store: gossip event %d: %w", id, err)
-	}
-	return e, nil
 }
 
 // PendingDeliveries implements gossip.Store.
@@ -218,9 +211,6 @@ func (s *Store) DeliverMemory(ctx context.Context, d gossip.Delivery, note chat.
 			return err
 		}
 		if err := tx.link(session, id); err != nil {
-			return err
-		}
-		if _, err := tx.exec(`UPDATE gossip_deliveries SET message_id = ? WHERE event_id = ? AND bot = ?`, id, d.Event.ID, d.Bot); err != nil {
 			return err
 		}
 		done = true
@@ -325,9 +315,7 @@ func (s *Store) Memories(ctx context.Context, bot, user string, limit int) ([]go
 	if err != nil {
 		return nil, fmt.Errorf("store: memories: %w", err)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
+	slices.Reverse(out)
 	return out, nil
 }
 

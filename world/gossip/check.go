@@ -51,6 +51,12 @@ func (g *Grapevine) check(ctx context.Context, h Heard) {
 	if !ok {
 		return // removed from bots.yaml meanwhile
 	}
+	// The copies of one group message (one per bot it addresses, on
+	// Telegram and Discord) make one event: the first decided is it,
+	// and the classifier is not asked again.
+	if g.decided.has(h.Key) {
+		return
+	}
 	person := cast.GossipPerson(h.User)
 	e := Event{
 		User: h.User, UserName: firstOf(h.UserName, person.Name, h.User), SourceBot: source.ID,
@@ -64,6 +70,9 @@ func (g *Grapevine) check(ctx context.Context, h Heard) {
 		topic, summary, matched = g.classify(ctx, s, bots, source, h, e.UserName)
 	}
 	if !matched {
+		if reason == "" { // no rule of this copy's bot kept it from being read
+			g.decided.add(h.Key)
+		}
 		return
 	}
 	e.Topic, e.Summary = topic, summary
@@ -93,6 +102,7 @@ func (g *Grapevine) check(ctx context.Context, h Heard) {
 		g.log.Error("gossip: event not stored", "message", h.MessageID, "err", err)
 		return
 	}
+	g.decided.add(h.Key)
 	if !created {
 		return
 	}
@@ -173,4 +183,30 @@ func (g *Grapevine) classify(ctx context.Context, s *Settings, bots []Bot, sourc
 		return "", "", false
 	}
 	return res.Topic, res.Summary, true
+}
+
+// recentKeys remembers the newest maxRecentKeys message keys added.
+type recentKeys struct {
+	set  map[string]bool
+	ring []string
+	next int
+}
+
+// maxRecentKeys bounds recentKeys: the copies of a message arrive
+// together, far fewer messages apart.
+const maxRecentKeys = 256
+
+func (r *recentKeys) has(key string) bool { return key != "" && r.set[key] }
+
+func (r *recentKeys) add(key string) {
+	if key == "" || r.has(key) {
+		return
+	}
+	if r.set == nil {
+		r.set, r.ring = map[string]bool{}, make([]string, maxRecentKeys)
+	}
+	delete(r.set, r.ring[r.next])
+	r.ring[r.next] = key
+	r.set[key] = true
+	r.next = (r.next + 1) % maxRecentKeys
 }

@@ -108,11 +108,12 @@ func Sensitive(words []string, topic, text string) (string, bool) {
 	return "", false
 }
 
+// apostrophes writes typographic apostrophes as "'".
+var apostrophes = strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02bc", "'")
+
 // fold lower-cases s and writes its typographic apostrophes as "'", so
 // that "Don’t tell" holds "don't tell".
-func fold(s string) string {
-	return strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02bc", "'").Replace(strings.ToLower(s))
-}
+func fold(s string) string { return apostrophes.Replace(strings.ToLower(s)) }
 
 // startsWord reports whether a word of s starts with w: w occurs where
 // the character before it is no letter or digit.

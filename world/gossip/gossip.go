@@ -29,7 +29,6 @@ package gossip
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/switchboard-chat/switchboard/chat"
@@ -119,7 +118,7 @@ func MemoryText(e Event) string { return e.UserName + ": " + e.Summary }
 // NoteText is the system message a memory of e puts in the recipient's
 // session, naming the bot that was told by its display name:
 // "[Gossip from Elena] Bryan: I got a new job at a tech company".
-func NoteText(from string, e Event) string { return "[Gossip from " + from + "] " + MemoryText(e) }
+func NoteText(from string, e Event) string { return NoteMarker + from + "] " + MemoryText(e) }
 
 // NoteFrom is the author of a memory's system message.
 const NoteFrom = "gossip"
@@ -152,9 +151,6 @@ type Store interface {
 	// GossipEvents lists the newest q.Limit events q selects, newest
 	// first, each with its Recipients and Pending.
 	GossipEvents(ctx context.Context, q Query) ([]Event, error)
-	// GossipEvent returns one event; an unknown ID is an error wrapping
-	// ErrNotFound.
-	GossipEvent(ctx context.Context, id int64) (Event, error)
 	// PendingDeliveries lists at most limit deliveries that wait, the
 	// oldest first.
 	PendingDeliveries(ctx context.Context, limit int) ([]Delivery, error)
@@ -184,6 +180,3 @@ type Store interface {
 	// at upTo. A bot with none is left out.
 	MessagesFrom(ctx context.Context, user string, bots []string, before int64, upTo int) (map[string]int, error)
 }
-
-// ErrNotFound: no event has that ID.
-var ErrNotFound = errors.New("no such gossip event")

@@ -54,6 +54,9 @@ type Grapevine struct {
 	// full counts the messages dropped for a full queue since the last
 	// warning.
 	full atomic.Int64
+	// decided holds the keys of the newest messages the checker decided
+	// on; only the checker uses it.
+	decided recentKeys
 }
 
 // castRef holds a Cast for an atomic pointer.

@@ -379,10 +379,25 @@ func TestClassifier(t *testing.T) {
 	s.Classifier = "judge"
 	w.g.Configure(s)
 
-	e := w.event(w.tell("elena", "We adopted a puppy yesterday, her name is Miso."))
+	puppy := "We adopted a puppy yesterday, her name is Miso."
+	first := w.tell("elena", puppy)
+	e := w.event(first)
 	if e.Topic != "pets" || e.Summary != "We adopted a puppy" || !slices.Equal(e.Recipients, []string{"finn"}) {
 		t.Errorf("a classified event = %+v", e)
 	}
+	// Another copy of the same message, to another bot it addresses, is
+	// not classified again.
+	mu.Lock()
+	classified := len(asked)
+	mu.Unlock()
+	second := w.say("bryan", "finn", puppy)
+	w.g.Heard(gossip.Heard{MessageID: second, Key: fmt.Sprint("web/", first), User: "bryan", UserName: "Bryan", Bot: "finn", Platform: "web", Text: puppy})
+	w.noEvent(second)
+	mu.Lock()
+	if len(asked) != classified {
+		t.Errorf("the classifier was asked of a copy: %q", asked[classified:])
+	}
+	mu.Unlock()
 	w.noEvent(w.tell("elena", "this is garbage to the classifier"))
 	if !strings.Contains(w.logs.String(), "the classifier's answer is garbage; taken as none") {
 		t.Errorf("garbage was not logged:\n%s", w.logs)
@@ -408,6 +423,52 @@ func TestClassifier(t *testing.T) {
 	// The markers noEvent tells match a pattern.
 	if len(asked) != before {
 		t.Errorf("the classifier was asked %q", asked[before:])
+	}
+}
+
+// Heard never waits for a check (SPEC §10.5: detection never delays the
+// reply): while the classifier thinks, the queue takes what fits and
+// the rest go unchecked, with a warning; the check resumes when the
+// classifier answers.
+func TestHeardNeverWaits(t *testing.T) {
+	release, asked := make(chan struct{}), make(chan struct{}, 1)
+	classifier := brainFunc(func(brains.Turn) (string, error) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-release
+		return `{"topic": "pets", "summary": "We adopted a puppy"}`, nil
+	})
+	w := newWorld(t, gossip.Options{QueueSize: 2})
+	w.knownBy(3, "finn")
+	w.cast.mu.Lock()
+	w.cast.bots = append(w.cast.bots, gossip.Bot{ID: "judge", Name: "Judge", Brain: classifier})
+	w.cast.mu.Unlock()
+	s := w.g.Settings()
+	s.Classifier = "judge"
+	w.g.Configure(s)
+
+	first := w.tell("elena", "We adopted a puppy")
+	<-asked // the checker is held by the classifier
+	heard := make(chan struct{})
+	go func() {
+		defer close(heard)
+		for i := range 10 {
+			w.tell("elena", fmt.Sprintf("Another puppy, number %d", i))
+		}
+	}()
+	select {
+	case <-heard:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Heard waited for the classifier")
+	}
+	if !strings.Contains(w.logs.String(), "the queue of messages to check is full") {
+		t.Errorf("a full queue was not logged:\n%s", w.logs)
+	}
+	close(release)
+	if e := w.event(first); e.Topic != "pets" {
+		t.Errorf("the held message's event = %+v", e)
 	}
 }
 

@@ -5,9 +5,9 @@
 -- transaction) or dropped (its bot gone, or the event blocked before it
 -- was carried out). An event's recipients are its delivered rows.
 --
--- message_id (the message the news was heard in, and a memory's system
--- message) declares no reference: retention may delete those messages
--- first, and a reader takes an ID it cannot find as none.
+-- message_id (the message the news was heard in) declares no reference:
+-- retention may delete that message first, and a reader takes an ID it
+-- cannot find as none.
 CREATE TABLE gossip_events (
 	id         INTEGER PRIMARY KEY,
 	user_id    TEXT NOT NULL,
@@ -38,7 +38,6 @@ CREATE TABLE gossip_deliveries (
 	user_id      TEXT NOT NULL,
 	status       TEXT NOT NULL DEFAULT 'pending' CHECK (status = 'pending' OR status = 'delivered' OR status = 'dropped'),
 	reason       TEXT NOT NULL DEFAULT '',
-	message_id   INTEGER NOT NULL DEFAULT 0,
 	-- The order deliveries are made in (0 while pending).
 	delivered_at INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (event_id, bot)
