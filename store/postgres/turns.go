@@ -229,7 +229,7 @@ func (t *txn) complete(o sessions.Outcome, done *sessions.Done) error {
 	}
 	// The turn's files first: a hand-off may take them as inputs. They
 	// are attached to the turn's first message once it is stored.
-	if err := t.insertArtifacts(o.Artifacts, 0, delegationID, now); err != nil {
+	if err := t.insertArtifacts(o.Artifacts, delegationID, now); err != nil {
 		return err
 	}
 	// Hand-offs and the status change next, so the posts that mention
@@ -317,15 +317,12 @@ func (t *txn) followUp(n sessions.Note, msgID, now int64) (sessions.TurnRef, err
 	return sessions.TurnRef{ID: id, SessionID: n.Session}, err
 }
 
-// insertArtifacts stores a turn's artifacts, attached to its first
-// message (msgID, none when 0) and its delegation (none when ""). Each
-// is stamped a microsecond after the one before, so that they read back
-// in the order the turn made them (their IDs are random).
-func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID string, now int64) error {
-	var msg, del any
-	if msgID != 0 {
-		msg = msgID
-	}
+// insertArtifacts stores a turn's artifacts, attached to its delegation
+// (none when "") and to no message yet (attachArtifacts). Each is
+// stamped a microsecond after the one before, so that they read back in
+// the order the turn made them (their IDs are random).
+func (t *txn) insertArtifacts(arts []chat.Artifact, delegationID string, now int64) error {
+	var del any
 	if delegationID != "" {
 		del = delegationID
 	}
@@ -335,8 +332,8 @@ func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID st
 			content = []byte{}
 		}
 		if _, err := t.exec(`INSERT INTO artifacts (id, name, media_type, size, sha256, producer, content,
-			message_id, delegation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, content, msg, del, now+int64(i)); err != nil {
+			delegation_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			a.ID, a.Name, a.MediaType, a.Size, a.SHA256, a.Producer, content, del, now+int64(i)); err != nil {
 			return err
 		}
 	}
@@ -346,12 +343,15 @@ func (t *txn) insertArtifacts(arts []chat.Artifact, msgID int64, delegationID st
 // attachArtifacts attaches stored artifacts to the message that first
 // showed them.
 func (t *txn) attachArtifacts(arts []chat.Artifact, msgID int64) error {
-	for _, a := range arts {
-		if _, err := t.exec(`UPDATE artifacts SET message_id = $1 WHERE id = $2`, msgID, a.ID); err != nil {
-			return err
-		}
+	if len(arts) == 0 {
+		return nil
 	}
-	return nil
+	ids := make([]string, len(arts))
+	for i, a := range arts {
+		ids[i] = a.ID
+	}
+	_, err := t.exec(`UPDATE artifacts SET message_id = $1 WHERE id = ANY($2)`, msgID, ids)
+	return err
 }
 
 // startDelegation stores a delegation record. A queued one also puts its
