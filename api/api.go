@@ -198,7 +198,7 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	f := sessions.Filter{Bot: q.Get("bot")}
 	if user := q.Get("user"); user != "" {
 		u, _ := s.Config.Directory().User(user)
-		f.ScopeIDs = append([]string{u.ID}, u.Identities...)
+		f.ScopeIDs = u.IDs()
 	}
 	list, err := s.Sessions.ListSessions(r.Context(), f)
 	if err != nil {

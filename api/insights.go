@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/switchboard-chat/switchboard/world/insights"
@@ -62,12 +61,7 @@ func (s *Server) listInsights(w http.ResponseWriter, r *http.Request) {
 	q := insights.Query{Bot: r.URL.Query().Get("bot"), Limit: limit}
 	if user := r.URL.Query().Get("user"); user != "" {
 		u, _ := s.Config.Directory().User(user)
-		q.Users = append(q.Users, u.ID)
-		for _, id := range u.Identities {
-			if !slices.Contains(q.Users, id) {
-				q.Users = append(q.Users, id)
-			}
-		}
+		q.Users = u.IDs()
 	}
 	list, err := s.Insights.ListInsights(r.Context(), q)
 	if err != nil {

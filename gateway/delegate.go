@@ -143,7 +143,7 @@ func (g *Gateway) Delegations(ctx context.Context, user, status string) ([]deleg
 	f := delegation.Filter{Status: status}
 	if user != "" {
 		u, _ := g.users.Load().User(user)
-		f.UserIDs = append([]string{u.ID}, u.Identities...)
+		f.UserIDs = u.IDs()
 	}
 	return g.store.Delegations(ctx, f)
 }

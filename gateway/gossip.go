@@ -100,7 +100,7 @@ func (g *Gateway) GossipEvents(ctx context.Context, user, status string, limit i
 	q := gossip.Query{Status: status, Limit: limit}
 	if user != "" {
 		u, _ := g.users.Load().User(user)
-		q.Users = append([]string{u.ID}, u.Identities...)
+		q.Users = u.IDs()
 	}
 	return g.gossip.Events(ctx, q)
 }

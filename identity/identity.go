@@ -5,6 +5,7 @@ package identity
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +20,18 @@ type User struct {
 	// settings.
 	ShareWithOtherBots bool
 	Invisible          bool
+}
+
+// IDs are every ID the user's records may be stored under: the master ID,
+// then the platform IDs, each once.
+func (u User) IDs() []string {
+	ids := []string{u.ID}
+	for _, id := range u.Identities {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Directory is an immutable index of users by platform ID. The zero value

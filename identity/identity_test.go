@@ -1,6 +1,9 @@
 package identity
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestResolve(t *testing.T) {
 	d, err := NewDirectory([]User{
@@ -60,6 +63,20 @@ func TestPlatform(t *testing.T) {
 	} {
 		if got := Platform(in); got != want {
 			t.Errorf("Platform(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestUserIDs(t *testing.T) {
+	for _, tc := range []struct {
+		u    User
+		want []string
+	}{
+		{User{ID: "user-bryan", Identities: []string{"telegram-1", "web-bryan"}}, []string{"user-bryan", "telegram-1", "web-bryan"}},
+		{User{ID: "web-ann", Identities: []string{"web-ann"}}, []string{"web-ann"}}, // a stranger
+	} {
+		if got := tc.u.IDs(); !slices.Equal(got, tc.want) {
+			t.Errorf("%+v.IDs() = %q, want %q", tc.u, got, tc.want)
 		}
 	}
 }
