@@ -35,16 +35,9 @@ type gossipJSON struct {
 }
 
 func gossipOf(e gossip.Event) gossipJSON {
-	out := gossipJSON{ID: e.ID, User: e.User, SourceBot: e.SourceBot, Topic: e.Topic, Summary: e.Summary, Depth: e.Depth,
-		Status: e.Status, Reason: e.Reason, Recipients: e.Recipients, Pending: e.Pending,
+	return gossipJSON{ID: e.ID, User: e.User, SourceBot: e.SourceBot, Topic: e.Topic, Summary: e.Summary, Depth: e.Depth,
+		Status: e.Status, Reason: e.Reason, Recipients: nonNil(e.Recipients), Pending: nonNil(e.Pending),
 		CreatedAt: rfc3339(e.CreatedAt), UpdatedAt: rfc3339(e.UpdatedAt)}
-	if out.Recipients == nil {
-		out.Recipients = []string{}
-	}
-	if out.Pending == nil {
-		out.Pending = []string{}
-	}
-	return out
 }
 
 // listGossip is GET /api/v1/gossip?user=&status=&limit=: the newest

@@ -152,5 +152,5 @@ func (p *CLI) PrivateChat(_ context.Context, bot, platformID string) (string, er
 // DelegationChanged implements gateway.DelegationWatcher for the
 // person's terminal connections.
 func (p *CLI) DelegationChanged(ref delegation.Ref, platformIDs []string) {
-	p.a.delegationChanged(ref, platformIDs, gateway.PlatformCLI, "cli-")
+	p.a.delegationChanged(ref, platformIDs, gateway.PlatformCLI)
 }

@@ -58,14 +58,8 @@ func (a *Adapter) ContextChanged(space world.Space, sc shared.Context) {
 	if space.Kind != world.KindChat {
 		return
 	}
-	a.mu.RLock()
-	var conns []*conn
-	for c := range a.rooms[roomKey{space.Platform, space.Chat}] {
-		conns = append(conns, c)
-	}
-	a.mu.RUnlock()
 	frame := contextFrame{Type: "context", Space: space.String(), Chat: space.Chat, Context: sc}
-	for _, c := range conns {
+	for _, c := range a.recipients(space.Platform, space.Chat, true) {
 		c.send(frame)
 	}
 }

@@ -384,13 +384,14 @@ func (a *Adapter) PrivateChat(_ context.Context, bot, platformID string) (string
 // DelegationChanged implements gateway.DelegationWatcher: the user's open
 // widget connections get a delegation frame.
 func (a *Adapter) DelegationChanged(ref delegation.Ref, platformIDs []string) {
-	a.delegationChanged(ref, platformIDs, gateway.PlatformWeb, "web-")
+	a.delegationChanged(ref, platformIDs, gateway.PlatformWeb)
 }
 
 // delegationChanged sends a delegation frame to the connections of the
-// platform IDs that start with prefix (the web's or the terminal's, of
-// platform).
-func (a *Adapter) delegationChanged(ref delegation.Ref, platformIDs []string, platform, prefix string) {
+// platform's IDs among platformIDs (the web's "web-…" or the terminal's
+// "cli-…").
+func (a *Adapter) delegationChanged(ref delegation.Ref, platformIDs []string, platform string) {
+	prefix := platform + "-"
 	f := delegationFrame{Type: "delegation", Ref: ref}
 	if ref.Origin.Platform == platform {
 		f.Chat = ref.Origin.ID

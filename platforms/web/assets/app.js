@@ -2378,8 +2378,12 @@
     dom.scrim.addEventListener('click', closeContextDrawer);
     // Crossing the width where the panel stops being a column.
     window.matchMedia(CONTEXT_WIDE).addEventListener('change', () => { contextDrawer = false; renderContextPanel(); });
-    // The panel's "5 min ago" stay true.
-    setInterval(() => { if (contextShown() && !pageHidden()) renderContextPanel(); }, 60 * 1000);
+    // The panel's "5 min ago" stay true: only their texts change, so a
+    // link with the keyboard's focus keeps it.
+    setInterval(() => {
+      if (!contextShown() || pageHidden()) return;
+      for (const t of dom.contextBody.querySelectorAll('time.ctx-time')) t.textContent = ago(new Date(t.dateTime));
+    }, 60 * 1000);
 
     document.addEventListener('keydown', (e) => {
       if (e.key !== 'Escape') return;
