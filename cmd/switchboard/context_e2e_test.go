@@ -452,24 +452,34 @@ bots:
     platforms: {web: {}}
 `
 
+// progressUntilDone reads c's delegation frames until a hand-off ends,
+// and returns the progress its running frames carried ("1/3 Reading")
+// and its ID. A hand-off that does not end done fails the test.
+func progressUntilDone(t *testing.T, c *client) ([]string, string) {
+	t.Helper()
+	var labels []string
+	for {
+		f := c.await("delegation")
+		if p, ok := f["progress"].(map[string]any); ok && f["status"] == "running" {
+			labels = append(labels, fmt.Sprintf("%v/%v %v", p["step"], p["total"], p["text"]))
+		}
+		switch f["status"] {
+		case "done":
+			id, _ := f["id"].(string)
+			return labels, id
+		case "failed", "refused":
+			t.Fatalf("the hand-off %s", f["status"])
+		}
+	}
+}
+
 // Progress frames arrive in the order reported, and the record holds the
 // latest; a report that breaks a rule changes nothing.
 func TestProgressFrames(t *testing.T) {
 	m := startMain(t, writeConfigDir(t, progressBots))
 	c := dial(t, m.Addr(), nil)
 	c.send(map[string]any{"type": "send", "bot": "boss", "text": "go", "client_id": "g"})
-	var labels []string
-	id := ""
-	for {
-		f := c.await("delegation")
-		id, _ = f["id"].(string)
-		if p, ok := f["progress"].(map[string]any); ok && f["status"] == "running" {
-			labels = append(labels, fmt.Sprintf("%v/%v %v", p["step"], p["total"], p["text"]))
-		}
-		if f["status"] == "done" {
-			break
-		}
-	}
+	labels, id := progressUntilDone(t, c)
 	if want := []string{"1/3 Reading", "2/3 Writing", "3/3 Checking"}; !slices.Equal(labels, want) {
 		t.Errorf("progress frames = %q, want %q", labels, want)
 	}
@@ -531,21 +541,7 @@ bots:
 	m := startMain(t, writeConfigDir(t, bots))
 	c := dial(t, m.Addr(), nil)
 	c.send(map[string]any{"type": "send", "bot": "boss", "text": "go", "client_id": "g"})
-	var progress []string
-	id := ""
-	for {
-		f := c.await("delegation")
-		id = f["id"].(string)
-		if p, ok := f["progress"].(map[string]any); ok && f["status"] == "running" {
-			progress = append(progress, fmt.Sprintf("%v/%v %v", p["step"], p["total"], p["text"]))
-		}
-		if f["status"] == "done" || f["status"] == "failed" {
-			if f["status"] != "done" {
-				t.Fatalf("the hand-off %s", f["status"])
-			}
-			break
-		}
-	}
+	progress, id := progressUntilDone(t, c)
 	if !slices.Equal(progress, []string{"1/2 Reading the files"}) {
 		t.Errorf("progress frames = %q", progress)
 	}
