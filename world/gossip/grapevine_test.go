@@ -143,6 +143,16 @@ func (w *world) say(user, bot, text string) int64 {
 	return res.Message.ID
 }
 
+// classifier makes a bot judge, of brain b, the grapevine's classifier.
+func (w *world) classifier(b brains.Brain) {
+	w.cast.mu.Lock()
+	w.cast.bots = append(w.cast.bots, gossip.Bot{ID: "judge", Name: "Judge", Brain: b})
+	w.cast.mu.Unlock()
+	s := w.g.Settings()
+	s.Classifier = "judge"
+	w.g.Configure(s)
+}
+
 // tell stores bryan's message to bot and hands it to the grapevine.
 func (w *world) tell(bot, text string) int64 {
 	w.t.Helper()
@@ -372,12 +382,7 @@ func TestClassifier(t *testing.T) {
 	})
 	w := newWorld(t, gossip.Options{})
 	w.knownBy(3, "finn")
-	w.cast.mu.Lock()
-	w.cast.bots = append(w.cast.bots, gossip.Bot{ID: "judge", Name: "Judge", Brain: classifier})
-	w.cast.mu.Unlock()
-	s := w.g.Settings()
-	s.Classifier = "judge"
-	w.g.Configure(s)
+	w.classifier(classifier)
 
 	puppy := "We adopted a puppy yesterday, her name is Miso."
 	first := w.tell("elena", puppy)
@@ -442,12 +447,7 @@ func TestHeardNeverWaits(t *testing.T) {
 	})
 	w := newWorld(t, gossip.Options{QueueSize: 2})
 	w.knownBy(3, "finn")
-	w.cast.mu.Lock()
-	w.cast.bots = append(w.cast.bots, gossip.Bot{ID: "judge", Name: "Judge", Brain: classifier})
-	w.cast.mu.Unlock()
-	s := w.g.Settings()
-	s.Classifier = "judge"
-	w.g.Configure(s)
+	w.classifier(classifier)
 
 	first := w.tell("elena", "We adopted a puppy")
 	<-asked // the checker is held by the classifier
